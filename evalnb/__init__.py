@@ -1,0 +1,11 @@
+"""evalnb: reproduce published LLM-benchmark evaluation protocols, notebook-first.
+
+The stage notebooks call these functions, one per cell.
+"""
+
+from evalnb.pipeline import Run, aggregate, generate, judge, open_run
+from evalnb.report import headline, judge_distributions, score_histogram, status_breakdown
+
+__version__ = "0.1.0"
+__all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "status_breakdown",
+           "score_histogram", "judge_distributions"]

@@ -1,0 +1,59 @@
+"""The benchmark interface and registry.
+
+A benchmark is one module that provides the functions of :class:`Benchmark`; the
+pipeline (stores, runner, notebooks, CLI) is shared. Adding a benchmark means adding a
+module here and one line to ``BENCHMARKS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib import import_module
+from typing import Any, Protocol
+
+from evalnb.config import RunConfig
+from evalnb.errors import ConfigError
+from evalnb.runner import Call, Record
+
+
+class Task(Protocol):
+    @property
+    def task_id(self) -> str: ...
+
+
+class Benchmark(Protocol):
+    NAME: str
+    OPTIONS: Mapping[str, Any]        # benchmark-specific parameter keys and their defaults
+    PATH_OPTIONS: tuple[str, ...]     # which of OPTIONS are paths
+
+    def check_config(self, config: RunConfig) -> list[str]:
+        """Raise ConfigError on a bad configuration; return warnings to show."""
+
+    def load_tasks(self, config: RunConfig) -> Sequence[Task]:
+        """Every task, validated (DataError naming file, line or task, and field)."""
+
+    def fingerprint_parts(self, config: RunConfig, tasks: Sequence[Task]) -> dict[str, Any]:
+        """What makes this run's scores comparable with another's."""
+
+    def generation_calls(self, config: RunConfig, tasks: Sequence[Task]) -> list[Call]: ...
+
+    def generation_done(self, record: Record) -> bool: ...
+
+    def judge_calls(self, config: RunConfig, tasks: Sequence[Task],
+                    responses: Mapping[str, Record]) -> list[Call]: ...
+
+    def judge_done(self, record: Record) -> bool: ...
+
+    def score(self, config: RunConfig, tasks: Sequence[Task], responses: Mapping[str, Record],
+              judgements: Mapping[str, Record]) -> dict[str, Any]:
+        """The scores.json body: headline numbers, ``complete``, and per-task ``tasks`` rows."""
+
+
+BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace"}
+
+
+def benchmark_for(name: Any) -> Benchmark:
+    if name not in BENCHMARKS:
+        raise ConfigError(f"benchmark: {name!r} is not one of {', '.join(sorted(BENCHMARKS))}")
+    module: Any = import_module(BENCHMARKS[name])
+    return module  # a module providing the Benchmark functions

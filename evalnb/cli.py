@@ -1,0 +1,114 @@
+"""``evalnb``: run the stage notebooks through papermill and report the run's state.
+
+Exit status: 0 complete; 2 something resumable remains (a transient generation failure, a
+judge failure); 1 a configuration or data error, or a stage that failed. papermill cannot
+exit 2 by itself, so the aggregate stage writes ``status.json`` and this command reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from evalnb.errors import EvalnbError
+from evalnb.records import read_json_if_exists
+
+STAGES = ("generate", "judge", "aggregate", "report")
+PROJECT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = PROJECT / "notebooks"
+DEMO_PARAMS = ("demo_wildtrace.yaml",)
+EXIT_OK, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2
+
+
+def notebook_for(stage: str) -> Path:
+    return NOTEBOOKS / f"{STAGES.index(stage) + 1:02d}_{stage}.ipynb"
+
+
+def render_html(notebook: Path) -> Path:
+    """The executed notebook as HTML beside it (headless nbconvert)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    target = notebook.with_suffix(".html")
+    target.write_text(body, "utf-8")
+    return target
+
+
+def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str]) -> int:
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    from evalnb.pipeline import open_run
+
+    run = open_run(params, sets)   # validates everything before a notebook starts
+    if "aggregate" in stages:
+        run.path("status.json").unlink(missing_ok=True)
+    for stage in stages:
+        output = run.path(notebook_for(stage).name)
+        print(f"evalnb: {stage} -> {output}", file=sys.stderr)
+        try:
+            papermill.execute_notebook(
+                str(notebook_for(stage)), str(output),
+                parameters={"config": run.config.to_dict()}, kernel_name="python3",
+                cwd=str(run.dir), progress_bar=False, start_timeout=120,
+                coalesce_streams=True)   # one tqdm bar, not a stream output per update
+        except PapermillExecutionError as e:
+            render_html(output)
+            print(f"evalnb: {stage} stage failed: {e.ename}: {e.evalue.strip()} (record: {output})",
+                  file=sys.stderr)
+            return EXIT_ERROR
+        render_html(output)
+    if "aggregate" not in stages:
+        return EXIT_OK
+    status = read_json_if_exists(run.path("status.json")) or {"state": "error"}
+    print(f"evalnb: run {status['state']}: {run.dir}", file=sys.stderr)
+    if status["state"] == "complete":
+        return EXIT_OK
+    if status["state"] == "incomplete":
+        print(f"evalnb: resumable work remains {status.get('resumable')}; run the same "
+              "command again to resume", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return EXIT_ERROR
+
+
+def demo(outputs: Path) -> int:
+    """Every shipped sample through the offline baselines, from scratch, no key needed."""
+    worst = EXIT_OK
+    for name in DEMO_PARAMS:
+        run_dir = outputs / f"demo-{Path(name).stem.removeprefix('demo_')}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        code = execute_stages(PROJECT / "params" / name, [f"output_dir={run_dir}"], STAGES)
+        worst = max(worst, code)
+        print(f"evalnb demo: records in {run_dir}", file=sys.stderr)
+    return worst
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="evalnb", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_p = sub.add_parser("run", help="run (or resume) the stage notebooks for a parameters file")
+    run_p.add_argument("params", type=Path)
+    run_p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a parameter (dotted keys, YAML values); repeatable")
+    run_p.add_argument("--stage", choices=STAGES, action="append",
+                       help="run only this stage (repeatable); default: all four in order")
+    demo_p = sub.add_parser("demo", help="run the shipped samples through the offline baselines")
+    demo_p.add_argument("--outputs", type=Path, default=Path("outputs"))
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "run":
+            stages = [s for s in STAGES if s in (args.stage or STAGES)]
+            return execute_stages(args.params, args.sets, stages)
+        return demo(args.outputs.resolve())
+    except EvalnbError as e:
+        print(f"evalnb: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

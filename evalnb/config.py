@@ -1,0 +1,251 @@
+"""Run parameters: read, checked, resolved to one secret-free dictionary.
+
+A parameters file is YAML or JSON. Relative paths in a file are relative to that file;
+paths given with ``--set`` or in a dictionary are relative to the current directory.
+``output_dir`` defaults to ``outputs/<run_name>`` under the current directory. The resolved
+dictionary is what papermill injects into every stage notebook, so it must never hold a
+secret: keys live in environment variables that the parameters only name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalnb.errors import ConfigError
+from evalnb.retry import RetryPolicy
+
+PROVIDERS = ("openai", "anthropic", "gemini", "command", "offline")
+COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
+               "model", "judges", "retry", "prices")
+PATH_KEYS = ("output_dir", "data", "corpus")
+
+_SECRET_NAME = re.compile(r"^(api_?key|key|secret|token|password|passwd|bearer|credentials?|"
+                          r"auth|authorization)$|_(key|secret|token|password)$", re.I)
+_SECRET_VALUE = re.compile(r"(sk-[A-Za-z0-9_-]{20,}|sk-ant-[A-Za-z0-9_-]{10,}|AIza[0-9A-Za-z_-]{30,}"
+                           r"|gh[pousr]_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|xox[abpr]-[A-Za-z0-9-]{10,}"
+                           r"|Bearer\s+\S{16,})")
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """One model endpoint: the contestant or a judge."""
+
+    provider: str
+    name: str
+    base_url: str | None = None
+    api_key_env: str | None = None     # the NAME of the variable holding the key
+    reasoning: bool = False            # 32768-token budget instead of 8192 (spec §2)
+    send_temperature: bool = True      # False for models that reject temperature
+    caps: dict[str, int] | None = None  # {en, cjk} characters; wins over the caps table
+    concurrency: int | None = None     # default: the run's concurrency
+    timeout: float = 600.0             # seconds per attempt
+    token_param: str = "max_tokens"    # OpenAI reasoning models want max_completion_tokens
+    api_version: str | None = None     # gemini: v1beta by default
+    command: list[str] | None = None   # command provider: argv, prompt on stdin
+    role: str = "model"                # where it sits in the parameters, for messages
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    benchmark: str
+    run_name: str
+    output_dir: Path
+    data: Path
+    corpus: Path | None
+    concurrency: int
+    model: EndpointConfig
+    judges: tuple[EndpointConfig, ...]
+    retry: RetryPolicy = RetryPolicy()
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)   # benchmark-specific keys
+
+    def judge_roles(self) -> list[tuple[str, EndpointConfig]]:
+        """``("judge1", endpoint), ...``: the keys judge records and provider pools use."""
+        return [(f"judge{i}", judge) for i, judge in enumerate(self.judges, start=1)]
+
+    @property
+    def offline(self) -> bool:
+        """True when any role is an offline baseline: numbers not comparable with the paper."""
+        return any(e.provider == "offline" for e in (self.model, *self.judges))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fully resolved and secret-free: what papermill injects and scores.json records."""
+        def endpoint(e: EndpointConfig) -> dict[str, Any]:
+            return {k: v for k, v in asdict(e).items() if k != "role"}
+        return {
+            "benchmark": self.benchmark, "run_name": self.run_name,
+            "output_dir": str(self.output_dir), "data": str(self.data),
+            "corpus": str(self.corpus) if self.corpus else None,
+            "concurrency": self.concurrency, "model": endpoint(self.model),
+            "judges": [endpoint(j) for j in self.judges], "retry": asdict(self.retry),
+            "prices": self.prices,
+            **{k: (str(v) if isinstance(v, Path) else v) for k, v in self.options.items()},
+        }
+
+
+def find_secrets(value: Any, path: str = "") -> list[str]:
+    """Where a parameter holds a key itself: a secret-looking name or a key-looking value."""
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            where = f"{path}.{k}" if path else str(k)
+            if _SECRET_NAME.search(str(k)) and v not in (None, ""):
+                found.append(where)
+            else:
+                found.extend(find_secrets(v, where))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found.extend(find_secrets(v, f"{path}[{i}]"))
+    elif isinstance(value, str) and _SECRET_VALUE.search(value):
+        found.append(path)
+    return found
+
+
+def read_params_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: parameters file not found") from None
+    try:
+        params = yaml.safe_load(text)   # JSON is YAML too
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}{where}: not valid YAML/JSON ({getattr(e, 'problem', e)})") from None
+    if not isinstance(params, dict):
+        raise ConfigError(f"{path}: expected a mapping of parameters at the top level")
+    return params
+
+
+def apply_sets(params: dict[str, Any], sets: Sequence[str]) -> dict[str, Any]:
+    """``--set a.b=VALUE``: VALUE is read as YAML (numbers, booleans, lists)."""
+    out = dict(params)
+    for item in sets:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+        key, raw = item.split("=", 1)
+        value = yaml.safe_load(raw) if raw else None
+        parts = key.strip().split(".")
+        node = out
+        for part in parts[:-1]:
+            child = node.get(part)
+            node[part] = child = dict(child) if isinstance(child, dict) else {}
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def absolutise(params: dict[str, Any], keys: Sequence[str], base: Path) -> dict[str, Any]:
+    out = dict(params)
+    for key in keys:
+        value = out.get(key)
+        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+            out[key] = str((base / value).resolve())
+    return out
+
+
+def _endpoint(raw: Any, role: str, default_concurrency: int) -> EndpointConfig:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{role}: expected a mapping with provider and name")
+    known = {f.name for f in fields(EndpointConfig)} - {"role"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ConfigError(f"{role}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    for key in ("provider", "name"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise ConfigError(f"{role}.{key}: required, a non-empty string")
+    if raw["provider"] not in PROVIDERS:
+        raise ConfigError(f"{role}.provider: {raw['provider']!r} is not one of {', '.join(PROVIDERS)}")
+    endpoint = EndpointConfig(**raw, role=role)
+    _check_types(endpoint, role)
+    if endpoint.concurrency is None:
+        endpoint = replace(endpoint, concurrency=default_concurrency)
+    return endpoint
+
+
+def _check_types(e: EndpointConfig, role: str) -> None:
+    def bad(key: str, what: str) -> ConfigError:
+        return ConfigError(f"{role}.{key}: expected {what}, got {getattr(e, key)!r}")
+    for key in ("reasoning", "send_temperature"):
+        if not isinstance(getattr(e, key), bool):
+            raise bad(key, "true or false")
+    if not isinstance(e.timeout, (int, float)) or isinstance(e.timeout, bool) or e.timeout <= 0:
+        raise bad("timeout", "a positive number of seconds")
+    if e.concurrency is not None and (not isinstance(e.concurrency, int) or e.concurrency < 1):
+        raise bad("concurrency", "a positive integer")
+    if e.caps is not None:
+        if (not isinstance(e.caps, Mapping) or set(e.caps) != {"en", "cjk"}
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in e.caps.values())):
+            raise bad("caps", "{en: N, cjk: N} with positive integer character counts")
+    if e.token_param not in ("max_tokens", "max_completion_tokens"):
+        raise bad("token_param", "max_tokens or max_completion_tokens")
+    if e.provider == "command" and (not isinstance(e.command, list) or not e.command
+                                    or not all(isinstance(a, str) for a in e.command)):
+        raise bad("command", "a non-empty list of strings (argv; no shell)")
+    for key in ("base_url", "api_key_env", "api_version"):
+        if getattr(e, key) is not None and not isinstance(getattr(e, key), str):
+            raise bad(key, "a string")
+    if e.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", e.api_key_env):
+        raise bad("api_key_env", "the NAME of an environment variable (never the key itself)")
+
+
+def _retry(raw: Any) -> RetryPolicy:
+    if raw is None:
+        return RetryPolicy()
+    if not isinstance(raw, Mapping):
+        raise ConfigError("retry: expected a mapping")
+    known = {f.name for f in fields(RetryPolicy)}
+    if set(raw) - known:
+        raise ConfigError(f"retry: unknown key(s) {', '.join(sorted(set(raw) - known))}")
+    policy = RetryPolicy(**raw)
+    if not isinstance(policy.max_retries, int) or policy.max_retries < 0:
+        raise ConfigError("retry.max_retries: expected a non-negative integer")
+    return policy
+
+
+def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, base: Path,
+            source: str) -> RunConfig:
+    """Check ``params`` (already absolutised where they came from a file) into a RunConfig."""
+    secrets = find_secrets(params)
+    if secrets:
+        raise ConfigError(f"{source}: refusing parameters that hold a key value ({', '.join(secrets)}); "
+                          "put the key in an environment variable and name it with api_key_env")
+    unknown = sorted(set(params) - set(COMMON_KEYS) - set(option_defaults))
+    if unknown:
+        raise ConfigError(f"{source}: unknown parameter(s) {', '.join(unknown)}")
+    run_name = params.get("run_name")
+    if not isinstance(run_name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", run_name):
+        raise ConfigError(f"{source}: run_name: required, letters, digits, '.', '_' or '-'")
+    concurrency = params.get("concurrency", 16)
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise ConfigError(f"{source}: concurrency: expected a positive integer, got {concurrency!r}")
+    if not isinstance(params.get("data"), str):
+        raise ConfigError(f"{source}: data: required, the path of the data file")
+    judges_raw = params.get("judges") or []
+    if not isinstance(judges_raw, list):
+        raise ConfigError(f"{source}: judges: expected a list")
+    prices = params.get("prices") or {}
+    if not isinstance(prices, Mapping):
+        raise ConfigError(f"{source}: prices: expected a mapping of model -> {{input, output}}")
+
+    def path(value: Any) -> Path:
+        p = Path(str(value)).expanduser()
+        return p if p.is_absolute() else (base / p).resolve()
+
+    options = {k: params.get(k, default) for k, default in option_defaults.items()}
+    return RunConfig(
+        benchmark=str(params["benchmark"]), run_name=run_name,
+        output_dir=path(params.get("output_dir") or Path("outputs") / run_name),
+        data=path(params["data"]),
+        corpus=path(params["corpus"]) if params.get("corpus") else None,
+        concurrency=concurrency,
+        model=_endpoint(params.get("model"), "model", concurrency),
+        judges=tuple(_endpoint(j, f"judges[{i}]", concurrency) for i, j in enumerate(judges_raw)),
+        retry=_retry(params.get("retry")), prices=dict(prices), options=options,
+    )

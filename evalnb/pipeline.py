@@ -1,0 +1,229 @@
+"""The stages every benchmark shares: open a run, generate, judge, aggregate.
+
+Each stage notebook calls one of these functions per cell. A stage reads what earlier
+stages stored in the run directory and appends its own records, so any stage can be
+re-run, and a re-run resumes.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evalnb import config as cfg
+from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
+from evalnb.config import EndpointConfig, RunConfig
+from evalnb.errors import ConfigError
+from evalnb.fingerprint import check_or_record, fingerprint
+from evalnb.manifest import update_manifest, utc_now
+from evalnb.providers import make_provider
+from evalnb.providers.base import Provider
+from evalnb.records import JsonlStore, read_json_if_exists, write_json
+from evalnb.runner import Call, Record, run_blocking, run_calls
+
+OFFLINE_LABEL = ("OFFLINE APPROXIMATION: offline baselines stand in for models or judges in "
+                 "this run; its numbers are not comparable with the paper's.")
+
+
+@dataclass
+class Run:
+    config: RunConfig
+    benchmark: Benchmark
+    tasks: Sequence[Task]
+    fingerprint: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def dir(self) -> Path:
+        return self.config.output_dir
+
+    def path(self, name: str) -> Path:
+        return self.config.output_dir / name
+
+    def summary(self) -> pd.DataFrame:
+        c = self.config
+        rows = [("benchmark", c.benchmark), ("run directory", str(self.dir)),
+                ("tasks", len(self.tasks)), ("model", f"{c.model.provider}:{c.model.name}"),
+                ("judges", ", ".join(f"{j.provider}:{j.name}" for j in c.judges) or "-"),
+                ("fingerprint", self.fingerprint["sha256"][:16])]
+        if c.offline:
+            rows.append(("label", OFFLINE_LABEL))
+        rows += [("warning", w) for w in self.warnings]
+        return pd.DataFrame(rows, columns=["", "value"]).set_index("")
+
+
+def load_config(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()
+                ) -> tuple[RunConfig, Benchmark]:
+    """Parameters from a file path or a dictionary, with ``--set`` overrides applied."""
+    if isinstance(source, Mapping):
+        params, origin = dict(source), "parameters"
+    else:
+        path = Path(source).expanduser().resolve()
+        params, origin = cfg.read_params_file(path), str(path)
+    if "benchmark" not in params:
+        raise ConfigError(f"{origin}: benchmark: required, one of {', '.join(sorted(BENCHMARKS))}")
+    bench = benchmark_for(params["benchmark"])
+    if not isinstance(source, Mapping):
+        params = cfg.absolutise(params, (*cfg.PATH_KEYS, *bench.PATH_OPTIONS), path.parent)
+    params = cfg.apply_sets(params, sets)
+    bench = benchmark_for(params.get("benchmark"))
+    return cfg.resolve(params, bench.OPTIONS, base=Path.cwd(), source=origin), bench
+
+
+def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()) -> Run:
+    """Check parameters and data, then create or resume the run directory.
+
+    Everything is validated before anything is written; resuming into a run started under
+    a different fingerprint is refused (reading 11).
+    """
+    config, bench = load_config(source, sets)
+    warnings = bench.check_config(config)
+    tasks = bench.load_tasks(config)
+    run = Run(config, bench, tasks, fingerprint(bench.fingerprint_parts(config, tasks)), warnings)
+    check_or_record(run.path("fingerprint.json"), run.fingerprint)
+    write_json(run.path("config.json"), config.to_dict())
+    for warning in warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
+    return run
+
+
+# --- running calls ----------------------------------------------------------------------------
+
+async def _run_stage(calls: Sequence[Call], endpoints: Mapping[str, EndpointConfig],
+                     store: JsonlStore, run: Run, *, done: Any, desc: str) -> Counter[str]:
+    # Clients are made inside the event loop that uses them, and closed with it.
+    pool: dict[str, Provider] = {}
+    try:
+        for role, endpoint in endpoints.items():
+            pool[role] = make_provider(endpoint)
+        return await run_calls(calls, pool, store, run.config.retry, is_done=done, desc=desc)
+    finally:
+        for provider in pool.values():
+            await provider.aclose()
+
+
+def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig],
+           done: Any) -> Counter[str]:
+    started = utc_now()
+    store = JsonlStore(run.path(f"{name}.jsonl"))
+    counts = run_blocking(lambda: _run_stage(calls, endpoints, store, run, done=done, desc=name))
+    update_manifest(run.path("manifest.json"), stages={name: {
+        "started_at": started, "finished_at": utc_now(), "calls": len(calls),
+        "new_records": dict(counts)}}, routes=routes(run))
+    return counts
+
+
+def responses(run: Run) -> dict[str, Record]:
+    return JsonlStore(run.path("generate.jsonl")).load()
+
+
+def judgements(run: Run) -> dict[str, Record]:
+    return JsonlStore(run.path("judge.jsonl")).load()
+
+
+def generate(run: Run) -> pd.DataFrame:
+    """Stage 1: the contestant answers every task not already answered."""
+    calls = run.benchmark.generation_calls(run.config, run.tasks)
+    _stage(run, "generate", calls, {"model": run.config.model}, run.benchmark.generation_done)
+    write_responses(run)
+    return status_table(run)
+
+
+def judge(run: Run) -> pd.DataFrame:
+    """Stage 2: every configured judge grades every answer it has not yet graded."""
+    calls = run.benchmark.judge_calls(run.config, run.tasks, responses(run))
+    _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
+    records = judgements(run).values()
+    table = Counter((r.get("judge", r["endpoint"]), r["status"]) for r in records)
+    return (pd.DataFrame([(j, s, n) for (j, s), n in sorted(table.items())],
+                         columns=["judge", "status", "calls"]) if table
+            else pd.DataFrame(columns=["judge", "status", "calls"]))
+
+
+def write_responses(run: Run) -> None:
+    stored = responses(run)
+    rows = []
+    for task in run.tasks:
+        record = dict(stored.get(task.task_id) or {"status": "pending"})
+        record.pop("key", None)
+        record["task_id"] = task.task_id
+        record["response"] = record.pop("text", None)
+        rows.append(record)
+    write_json(run.path("responses.json"), {
+        "benchmark": run.config.benchmark, "run_name": run.config.run_name,
+        "model": {"provider": run.config.model.provider, "name": run.config.model.name},
+        **({"label": OFFLINE_LABEL} if run.config.offline else {}),
+        "records": rows})
+
+
+def status_table(run: Run) -> pd.DataFrame:
+    counts = Counter(r["status"] for r in read_json_if_exists(run.path("responses.json"))["records"])
+    return pd.DataFrame(sorted(counts.items()), columns=["status", "tasks"]).set_index("status")
+
+
+# --- aggregation ------------------------------------------------------------------------------
+
+def usage_totals(run: Run) -> dict[str, dict[str, dict[str, int]]]:
+    """Tokens used, per stage and per model (calls that reported usage)."""
+    totals: dict[str, dict[str, dict[str, int]]] = {}
+    names = {"model": run.config.model.name, **{r: j.name for r, j in run.config.judge_roles()}}
+    for stage in ("generate", "judge"):
+        per_model: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "input_tokens": 0,
+                                                                     "output_tokens": 0})
+        for record in JsonlStore(run.path(f"{stage}.jsonl")).load().values():
+            if record.get("attempts", 0) == 0:
+                continue
+            row = per_model[names.get(record["endpoint"], record["endpoint"])]
+            row["calls"] += 1
+            usage = record.get("usage") or {}
+            row["input_tokens"] += usage.get("input_tokens", 0)
+            row["output_tokens"] += usage.get("output_tokens", 0)
+        totals[stage] = dict(per_model)
+    return totals
+
+
+def routes(run: Run) -> dict[str, Any]:
+    """Model routes as sent and as the endpoints reported them."""
+    returned: dict[str, set[str]] = defaultdict(set)
+    for stage in ("generate", "judge"):
+        for record in JsonlStore(run.path(f"{stage}.jsonl")).load().values():
+            if record.get("model_route"):
+                returned[record["endpoint"]].add(record["model_route"])
+    endpoints = {"model": run.config.model, **dict(run.config.judge_roles())}
+    return {role: {"provider": e.provider, "as_sent": e.name, "base_url": e.base_url,
+                   "as_returned": sorted(returned.get(role, ()))} for role, e in endpoints.items()}
+
+
+def aggregate(run: Run) -> pd.DataFrame:
+    """Stage 3: scores.json and status.json. Incomplete runs keep ``overall`` null."""
+    body = run.benchmark.score(run.config, run.tasks, responses(run), judgements(run))
+    scores = {
+        "benchmark": run.config.benchmark, "run_name": run.config.run_name,
+        "offline": run.config.offline,
+        **({"label": OFFLINE_LABEL} if run.config.offline else {}),
+        **body,
+        "fingerprint": run.fingerprint,
+        "usage": usage_totals(run),
+        "config": run.config.to_dict(),
+        "warnings": run.warnings,
+        "updated_at": utc_now(),
+    }
+    write_json(run.path("scores.json"), scores)
+    write_json(run.path("status.json"), {
+        "state": "complete" if body["complete"] else "incomplete",
+        "resumable": body.get("resumable", {}), "updated_at": scores["updated_at"]})
+    update_manifest(run.path("manifest.json"), complete=body["complete"], routes=routes(run))
+    return headline_table(scores)
+
+
+def headline_table(scores: Mapping[str, Any]) -> pd.DataFrame:
+    skip = {"tasks", "fingerprint", "config", "warnings", "usage", "benchmark", "run_name",
+            "updated_at", "judge_config", "label"}
+    rows = [(k, v) for k, v in scores.items() if k not in skip and not isinstance(v, (dict, list))]
+    return pd.DataFrame(rows, columns=["metric", "value"]).set_index("metric")

@@ -1,0 +1,75 @@
+"""OpenAI and every OpenAI-compatible server (vLLM, llama.cpp, most hosted open models),
+through the official ``openai`` SDK's chat-completions endpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+
+from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
+                                   http_error, retry_after_seconds, status_of)
+
+
+def sdk_error(error: Exception) -> ProviderError:
+    """Classify an exception from a Stainless-generated SDK (openai and anthropic share the shape)."""
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int):
+        body = getattr(error, "body", None)
+        detail = body.get("error", body) if isinstance(body, dict) else None
+        message = (detail.get("message") if isinstance(detail, dict) else None) or str(error)
+        code = getattr(error, "code", None) or (detail.get("code") if isinstance(detail, dict) else None)
+        response = getattr(error, "response", None)
+        return http_error(status, str(message), code=str(code) if code else None,
+                          retry_after=retry_after_seconds(getattr(response, "headers", None)))
+    # Timeouts and connection failures carry no status: always worth another attempt.
+    return ProviderError("transient", f"{type(error).__name__}: {error}")
+
+
+class OpenAIProvider:
+    def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
+                 concurrency: int, timeout: float, token_param: str = "max_tokens",
+                 role: str = "model") -> None:
+        self.model, self.concurrency, self.token_param = model, concurrency, token_param
+        # SDK retries off: the runner's policy owns every attempt (reading 6).
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key(api_key_env, role),
+                                          max_retries=0, timeout=timeout)
+
+    def request_body(self, request: ChatRequest) -> dict[str, Any]:
+        messages: list[dict[str, str]] = []
+        if request.system is not None:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.prompt})
+        body: dict[str, Any] = {"model": self.model, "messages": messages,
+                                self.token_param: request.max_tokens}
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.json_schema is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": "judgement", "schema": request.json_schema, "strict": True}}
+        return body
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        try:
+            response = await self._client.chat.completions.create(**self.request_body(request))
+        except openai.APIError as error:
+            raise sdk_error(error) from None
+        choice = response.choices[0] if response.choices else None
+        message = choice.message if choice else None
+        text = (message.content if message else None) or ""
+        refused = bool(message and message.refusal) or (choice is not None and choice.finish_reason == "content_filter")
+        usage = response.usage
+        return Completion(
+            text=text,
+            status="refused" if refused else status_of(text),
+            finish_reason=choice.finish_reason if choice else None,
+            usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else None,
+            model_route=response.model,
+            request_id=getattr(response, "_request_id", None),
+            raw={"system_fingerprint": response.system_fingerprint,
+                 **({"refusal": message.refusal} if message and message.refusal else {})},
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,95 @@
+"""Tables and figures for the report notebook.
+
+Figures are returned as PNG images (and saved as PNG and PDF under ``figures/``), so they
+reach the saved notebook whatever matplotlib backend the environment selects: with
+``MPLBACKEND=Agg`` inherited by the kernel, a plain ``plt.show()`` records nothing.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")   # rendering happens here, to bytes; no display backend is needed
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from IPython.display import Image  # noqa: E402
+
+from evalnb.pipeline import Run, headline_table  # noqa: E402
+from evalnb.records import read_json_if_exists  # noqa: E402
+
+STATUSES = ("ok", "out_of_context", "refused", "empty", "failed_permanent", "failed_transient",
+            "pending")
+
+
+def scores(run: Run) -> dict[str, Any]:
+    data = read_json_if_exists(run.path("scores.json"))
+    if data is None:
+        raise FileNotFoundError(f"{run.path('scores.json')}: run the aggregate stage first")
+    return data
+
+
+def headline(run: Run) -> pd.DataFrame:
+    return headline_table(scores(run))
+
+
+def status_breakdown(run: Run) -> pd.DataFrame:
+    """Every status of reading 5, with zero rows kept so absences are visible."""
+    counts = Counter(row["status"] for row in scores(run)["tasks"])
+    rows = [(s, counts.get(s, 0)) for s in STATUSES] + [(s, n) for s, n in counts.items()
+                                                         if s not in STATUSES]
+    total = sum(n for _, n in rows)
+    return pd.DataFrame([(s, n, n / total if total else 0.0) for s, n in rows],
+                        columns=["status", "tasks", "share"]).set_index("status")
+
+
+def figure_image(run: Run, fig: Any, name: str) -> Image:
+    """Save ``fig`` as PNG and PDF under the run's ``figures/`` and return it for display."""
+    folder = run.path("figures")
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(folder / f"{name}.pdf", bbox_inches="tight")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
+    plt.close(fig)
+    (folder / f"{name}.png").write_bytes(buffer.getvalue())
+    return Image(data=buffer.getvalue(), format="png")
+
+
+def _title(run: Run, text: str) -> str:
+    return f"{text}\n(offline approximation, not comparable with the paper)" if run.config.offline else text
+
+
+def score_histogram(run: Run) -> Image:
+    rows = scores(run)["tasks"]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.hist([r["score"] for r in rows if r["score"] is not None], bins=10, range=(0, 1),
+            color="#4c72b0", edgecolor="white")
+    ax.set_xlabel("task score (0 for out-of-context, refused, empty, failed)")
+    ax.set_ylabel("tasks")
+    ax.set_title(_title(run, f"{run.config.model.name}: task scores"))
+    return figure_image(run, fig, "score_histogram")
+
+
+def judge_scores(rows: list[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per (task, judge) verdict that succeeded."""
+    return pd.DataFrame([(r["task_id"], j["judge"], j["model"], j["score"])
+                         for r in rows for j in r.get("judges", []) if j["score"] is not None],
+                        columns=["task_id", "judge", "model", "score"])
+
+
+def judge_distributions(run: Run) -> Image:
+    table = judge_scores(scores(run)["tasks"])
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    labels = sorted(table["judge"].unique()) if len(table) else []
+    if labels:
+        ax.boxplot([table.loc[table.judge == j, "score"] for j in labels], showmeans=True)
+        ax.set_xticks(range(1, len(labels) + 1),
+                      [f"{j}\n{table.loc[table.judge == j, 'model'].iloc[0]}" for j in labels])
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_ylabel("normalised judge score")
+    ax.set_title(_title(run, "per-judge score distributions"))
+    return figure_image(run, fig, "judge_distributions")

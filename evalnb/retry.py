@@ -1,0 +1,51 @@
+"""The single retry policy (spec README reading 6), applied to every provider alike.
+
+"Retry up to 5x" is at most five retries after the first attempt: six attempts in all.
+Waits grow exponentially with jitter; a server's Retry-After is honoured up to a cap.
+Refusals and empty output are answers, not failures, and are never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+
+from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 5
+    base_delay: float = 1.0        # seconds before the first retry, doubled each time
+    max_delay: float = 60.0        # cap on an exponential wait
+    retry_after_cap: float = 60.0  # cap on a server's Retry-After
+
+    def wait(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based)."""
+        if retry_after is not None:
+            return min(retry_after, self.retry_after_cap)
+        ceiling = min(self.max_delay, self.base_delay * 2 ** (retry - 1))
+        return ceiling / 2 + rng.uniform(0, ceiling / 2)   # "equal jitter"
+
+
+@dataclass
+class Outcome:
+    completion: Completion | None
+    error: ProviderError | None
+    attempts: int
+    waits: list[float] = field(default_factory=list)
+
+
+async def call_with_retries(provider: Provider, request: ChatRequest, policy: RetryPolicy,
+                            rng: random.Random) -> Outcome:
+    waits: list[float] = []
+    for attempt in range(1, policy.max_retries + 2):
+        try:
+            return Outcome(await provider.complete(request), None, attempt, waits)
+        except ProviderError as error:
+            if error.kind == "permanent" or attempt > policy.max_retries:
+                return Outcome(None, error, attempt, waits)
+            waits.append(policy.wait(attempt, error.retry_after, rng))
+            await asyncio.sleep(waits[-1])
+    raise AssertionError("unreachable")

@@ -1,0 +1,127 @@
+"""Running many calls: per-provider concurrency, one retry policy, a resumable store.
+
+Each provider gets ``concurrency`` workers that pull calls from its own queue, so a slow
+judge never starves the others and at most ``concurrency`` requests (and documents) per
+provider are in memory at once. Every finished call is appended to the stage's store
+before the next one starts, which is what makes a killed run resumable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import random
+import sys
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
+
+from tqdm import tqdm
+
+from evalnb.providers.base import ChatRequest, Completion, Provider
+from evalnb.records import JsonlStore
+from evalnb.retry import RetryPolicy, call_with_retries
+
+T = TypeVar("T")
+Record = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A call made ready: a request to send, or (``request=None``) a final record as is."""
+
+    request: ChatRequest | None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+def answer_fields(completion: Completion) -> dict[str, Any]:
+    """The default reading of a completion: its status and text."""
+    return {"status": completion.status, "text": completion.text}
+
+
+@dataclass(frozen=True)
+class Call:
+    key: str
+    endpoint: str                                   # which provider of the pool runs it
+    prepare: Callable[[], Prepared]                 # runs when a worker takes the call
+    interpret: Callable[[Completion], dict[str, Any]] = answer_fields
+
+
+def completion_fields(completion: Completion) -> dict[str, Any]:
+    return {
+        "finish_reason": completion.finish_reason,
+        "usage": asdict(completion.usage) if completion.usage else None,
+        "model_route": completion.model_route,
+        "request_id": completion.request_id,
+        "provider_meta": completion.raw,
+    }
+
+
+async def _run_one(call: Call, provider: Provider, policy: RetryPolicy,
+                   rng: random.Random) -> Record:
+    prepared = call.prepare()
+    record: Record = {"key": call.key, "endpoint": call.endpoint, **prepared.fields}
+    if prepared.request is None:
+        record.setdefault("attempts", 0)
+        return record
+    started = time.time()
+    outcome = await call_with_retries(provider, prepared.request, policy, rng)
+    record.update(attempts=outcome.attempts, waits=[round(w, 3) for w in outcome.waits],
+                  started_at=started, elapsed_s=round(time.time() - started, 3))
+    if outcome.completion is not None:
+        record.update(completion_fields(outcome.completion))
+        record.update(call.interpret(outcome.completion))
+    else:
+        assert outcome.error is not None
+        record.update(status=f"failed_{outcome.error.kind}", text=None,
+                      error=outcome.error.as_dict())
+    return record
+
+
+async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: JsonlStore,
+                    policy: RetryPolicy, *, is_done: Callable[[Record], bool],
+                    desc: str) -> collections.Counter[str]:
+    """Run every call whose latest stored record is not done; return the new statuses."""
+    done = store.load()
+    queues: dict[str, collections.deque[Call]] = collections.defaultdict(collections.deque)
+    for call in calls:
+        if call.key not in done or not is_done(done[call.key]):
+            queues[call.endpoint].append(call)
+    pending = sum(len(q) for q in queues.values())
+    statuses: collections.Counter[str] = collections.Counter()
+    rng = random.Random()
+    bar = tqdm(total=pending, desc=desc, file=sys.stderr, mininterval=1.0, disable=pending == 0)
+
+    async def worker(endpoint: str) -> None:
+        queue, provider = queues[endpoint], pool[endpoint]
+        while queue:
+            record = await _run_one(queue.popleft(), provider, policy, rng)
+            store.append(record)
+            statuses[record["status"]] += 1
+            bar.update()
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for endpoint, queue in queues.items():
+                for _ in range(min(pool[endpoint].concurrency, len(queue))):
+                    group.create_task(worker(endpoint))
+    finally:
+        bar.close()
+        store.close()
+    return statuses
+
+
+def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to the end, from plain Python or from inside a running event loop.
+
+    Jupyter runs cells inside an event loop, where ``asyncio.run`` is refused; there the
+    coroutine gets a loop of its own in a worker thread.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
