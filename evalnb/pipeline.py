@@ -93,6 +93,14 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()) -
     return run
 
 
+def check_keys(config: RunConfig) -> None:
+    """Fail before anything runs when a named key variable is unset (values never shown)."""
+    from evalnb.providers.base import api_key
+    for endpoint in (config.model, *config.judges):
+        if endpoint.provider != "offline":
+            api_key(endpoint.api_key_env, endpoint.role)
+
+
 # --- running calls ----------------------------------------------------------------------------
 
 async def _run_stage(calls: Sequence[Call], endpoints: Mapping[str, EndpointConfig],
