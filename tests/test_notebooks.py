@@ -1,0 +1,73 @@
+"""The stage notebooks: thin, output-free in git, and the full demo pipeline through papermill."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from evalnb.cli import STAGES, main, notebook_for
+from tests.conftest import ROOT
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_every_stage_has_a_notebook() -> None:
+    assert [notebook_for(s) for s in STAGES] == NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_in_git_carry_no_outputs(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_are_thin(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert tagged == [nb.cells[1]]
+    assert not re.search(r"(api_key|sk-|token)\s*=", tagged[0].source)
+    for cell in nb.cells[2:]:
+        if cell.cell_type != "code":
+            continue
+        assert not re.search(r"^\s*(def|class|for|while|async|with)\b|lambda|OpenAI\(", cell.source, re.M)
+        calls = re.findall(r"evalnb\.\w+\(", cell.source)
+        assert len(calls) <= 1 or cell.source.startswith("import evalnb")
+
+
+def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A non-inline backend inherited by the kernel must not drop the figures.
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    assert main(["demo", "--outputs", str(tmp_path)]) == 0
+    run = tmp_path / "demo-wildtrace"
+    for stage in STAGES:
+        assert (run / notebook_for(stage).name).exists()
+        assert (run / notebook_for(stage).with_suffix(".html").name).exists()
+    scores = json.loads((run / "scores.json").read_text())
+    assert scores["complete"] and scores["offline"] and "not comparable" in scores["label"]
+    assert set(scores["status_counts"]) >= {"ok", "out_of_context", "empty"}
+    assert json.loads((run / "status.json").read_text())["state"] == "complete"
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["packages"]["openai"] and manifest["routes"]["model"]["as_sent"] == "extractive-bm25"
+
+    report = nbformat.read(run / "04_report.ipynb", as_version=4)
+    images = [o for c in report.cells if c.cell_type == "code" for o in c.outputs
+              if "image/png" in o.get("data", {})]
+    assert len(images) == 2
+    assert (run / "figures" / "score_histogram.pdf").exists()
+    assert "data:image/png;base64" in (run / "04_report.html").read_text()
+    injected = [c for c in report.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "demo-wildtrace" in injected[0].source
+
+    # Progress bars are coalesced: one stream output, not one per update.
+    generate = nbformat.read(run / "01_generate.ipynb", as_version=4)
+    streams = [o for c in generate.cells for o in c.get("outputs", []) if o.output_type == "stream"]
+    assert len(streams) <= 2
+    assert (run / "01_generate.ipynb").stat().st_size < 60_000
