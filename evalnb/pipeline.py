@@ -97,7 +97,7 @@ def check_keys(config: RunConfig) -> None:
     """Fail before anything runs when a named key variable is unset (values never shown)."""
     from evalnb.providers.base import api_key
     for endpoint in (config.model, *config.judges):
-        if endpoint.provider != "offline":
+        if endpoint.provider not in ("offline", "command"):
             api_key(endpoint.api_key_env, endpoint.role)
 
 

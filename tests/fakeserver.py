@@ -57,6 +57,7 @@ __all__ = [
     "Empty",
     "Error",
     "Hang",
+    "Raw",
     "Reply",
     "RecordedRequest",
     "default_benchmark_responder",
@@ -112,7 +113,16 @@ class Hang:
     seconds: float = 3600.0
 
 
-Reply = Union[Text, Refusal, Empty, Error, Hang]
+@dataclass
+class Raw:
+    """A literal JSON body with a status, for shapes the other replies do not cover
+    (e.g. a Gemini prompt blocked before any candidate)."""
+
+    body: dict[str, Any]
+    status: int = 200
+
+
+Reply = Union[Text, Refusal, Empty, Error, Hang, Raw]
 
 
 @dataclass
@@ -728,6 +738,8 @@ class FakeLLMServer:
         return self._render(api, reply, model, _estimate_tokens(all_text))
 
     def _render(self, api: str, reply: Reply, model: str, prompt_tokens: int = 0) -> _Response:
+        if isinstance(reply, Raw):
+            return reply.status, {}, reply.body
         if not isinstance(reply, (Text, Refusal, Empty, Error)):
             reply = Error(500, f"fake server: unsupported reply {reply!r}")
         return _RENDERERS[api](reply, model, next(self._ids), prompt_tokens)

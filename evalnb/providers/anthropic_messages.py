@@ -1,0 +1,53 @@
+"""Claude models through the official ``anthropic`` SDK's messages endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from evalnb.providers.base import ChatRequest, Completion, Usage, api_key, status_of
+from evalnb.providers.openai_compat import sdk_error
+
+
+class AnthropicProvider:
+    def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
+                 concurrency: int, timeout: float, role: str = "model") -> None:
+        self.model, self.concurrency, self.timeout = model, concurrency, timeout
+        self._client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key(api_key_env, role),
+                                                max_retries=0, timeout=timeout)
+
+    def request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.model, "max_tokens": request.max_tokens,
+            "messages": [{"role": "user", "content": request.prompt}],
+            # An explicit timeout: without one the SDK refuses non-streaming calls whose
+            # max_tokens (32768 for reasoning models) it guesses could exceed ten minutes.
+            "timeout": self.timeout,
+        }
+        if request.system is not None:
+            kwargs["system"] = request.system
+        if request.json_schema is not None:
+            kwargs["output_config"] = {"format": {"type": "json_schema", "schema": request.json_schema}}
+        if request.temperature is not None:
+            # SDK 2.x has no temperature argument; the API still accepts the field.
+            kwargs["extra_body"] = {"temperature": request.temperature}
+        return kwargs
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        try:
+            message = await self._client.messages.create(**self.request_kwargs(request))
+        except anthropic.APIError as error:
+            raise sdk_error(error) from None
+        text = "".join(block.text for block in message.content if block.type == "text")
+        return Completion(
+            text=text,
+            status="refused" if message.stop_reason == "refusal" else status_of(text),
+            finish_reason=message.stop_reason,
+            usage=Usage(message.usage.input_tokens or 0, message.usage.output_tokens or 0),
+            model_route=message.model,
+            request_id=getattr(message, "_request_id", None),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,79 @@
+"""Gemini models through the official ``google-genai`` SDK."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx2
+from google import genai
+from google.genai import errors, types
+
+from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
+                                   http_error, retry_after_seconds, status_of)
+
+# google-genai's async path runs on httpx2, or on aiohttp when that is installed; neither
+# family of transport errors is wrapped by the SDK.
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (httpx2.TransportError, asyncio.TimeoutError, OSError)
+try:
+    import aiohttp
+    TRANSPORT_ERRORS += (aiohttp.ClientError,)
+except ImportError:  # pragma: no cover - depends on the environment
+    pass
+
+BLOCKED = frozenset({"SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "RECITATION"})
+
+
+class GeminiProvider:
+    def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
+                 concurrency: int, timeout: float, api_version: str | None = None,
+                 role: str = "model") -> None:
+        self.model, self.concurrency = model, concurrency
+        options = types.HttpOptions(base_url=base_url, api_version=api_version or "v1beta",
+                                    timeout=int(timeout * 1000))   # milliseconds; none by default
+        # Held for the whole run: a Client closes its HTTP client when garbage-collected,
+        # which would break the `.aio` view taken from it.
+        self._client = genai.Client(api_key=api_key(api_key_env, role), http_options=options)
+
+    def generation_config(self, request: ChatRequest) -> types.GenerateContentConfig:
+        config: dict[str, Any] = {"max_output_tokens": request.max_tokens}
+        if request.temperature is not None:
+            config["temperature"] = request.temperature
+        if request.system is not None:
+            config["system_instruction"] = request.system
+        if request.json_schema is not None:
+            config["response_mime_type"] = "application/json"
+            config["response_json_schema"] = request.json_schema
+        return types.GenerateContentConfig(**config)
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        try:
+            response = await self._client.aio.models.generate_content(
+                model=self.model,
+                contents=[types.Content(role="user", parts=[types.Part(text=request.prompt)])],
+                config=self.generation_config(request))
+        except errors.APIError as error:
+            headers = getattr(error.response, "headers", None)
+            raise http_error(error.code, error.message or str(error), code=error.status,
+                             retry_after=retry_after_seconds(headers)) from None
+        except TRANSPORT_ERRORS as error:
+            raise ProviderError("transient", f"{type(error).__name__}: {error}") from None
+        candidate = response.candidates[0] if response.candidates else None
+        finish = candidate.finish_reason.value if candidate and candidate.finish_reason else None
+        parts = candidate.content.parts if candidate and candidate.content and candidate.content.parts else []
+        text = "".join(p.text for p in parts if p.text and not p.thought)
+        blocked = (finish in BLOCKED and not text) or (
+            candidate is None and response.prompt_feedback is not None
+            and response.prompt_feedback.block_reason is not None)
+        usage = response.usage_metadata
+        return Completion(
+            text=text,
+            status="refused" if blocked else status_of(text),
+            finish_reason=finish,
+            usage=Usage(usage.prompt_token_count or 0, usage.candidates_token_count or 0) if usage else None,
+            model_route=response.model_version,
+            request_id=response.response_id,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aio.aclose()

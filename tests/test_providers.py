@@ -1,0 +1,224 @@
+"""Every provider through its official SDK (or a real subprocess) against local servers.
+
+The same scripted faults for each: refusal and empty mapping, Retry-After honoured and
+capped, 5xx and timeouts retried at most five times, 4xx never retried, and the SDK's own
+retries verifiably off (the server sees exactly the attempts the runner made).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evalnb.config import EndpointConfig
+from evalnb.providers import make_provider
+from evalnb.providers.base import ChatRequest, Usage
+from evalnb.retry import RetryPolicy, call_with_retries
+from tests.conftest import FAST_RETRY
+from tests.fakeserver import Empty, Error, FakeLLMServer, Hang, Raw, Refusal, Text
+
+SDKS = ("openai", "anthropic", "gemini")
+POLICY = RetryPolicy(**FAST_RETRY)
+
+
+def endpoint(provider: str, server: FakeLLMServer, **extra) -> EndpointConfig:
+    base = f"{server.url}/v1" if provider == "openai" else server.url
+    return EndpointConfig(provider=provider, name=f"{provider}-model", base_url=base,
+                          concurrency=1, **({"timeout": 5.0} | extra))
+
+
+def outcome(ep: EndpointConfig, request: ChatRequest, policy: RetryPolicy = POLICY):
+    async def go():
+        provider = make_provider(ep)
+        try:
+            return await call_with_retries(provider, request, policy, random.Random(0))
+        finally:
+            await provider.aclose()
+    return asyncio.run(go())
+
+
+def tokens(text: str) -> int:   # the fake server's estimate, computed independently
+    return max(1, math.ceil(len(text) / 4)) if text else 0
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+@pytest.mark.parametrize("temperature, budget", [(0.1, 8192), (None, 32768), (0.1, 16384)])
+def test_request_body(server: FakeLLMServer, sdk: str, temperature: float | None, budget: int) -> None:
+    result = outcome(endpoint(sdk, server), ChatRequest("hello world", budget, temperature))
+    assert result.completion.text == "ok"
+    (request,) = server.requests
+    body = request.body
+    if sdk == "openai":
+        assert body["messages"] == [{"role": "user", "content": "hello world"}]
+        assert body["max_tokens"] == budget and body.get("temperature") == temperature
+        assert ("temperature" in body) == (temperature is not None)
+    elif sdk == "anthropic":
+        expected = {"model": "anthropic-model", "max_tokens": budget,
+                    "messages": [{"role": "user", "content": "hello world"}]}
+        assert body == expected | ({"temperature": temperature} if temperature is not None else {})
+    else:
+        assert body["contents"] == [{"role": "user", "parts": [{"text": "hello world"}]}]
+        assert "systemInstruction" not in body and "system_instruction" not in body
+        config = body["generationConfig"]
+        assert config.get("maxOutputTokens", config.get("max_output_tokens")) == budget
+        assert config.get("temperature") == temperature and ("temperature" in config) == (temperature is not None)
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_usage_route_and_request_id(server: FakeLLMServer, sdk: str) -> None:
+    server.queue(Text("abcdefgh"))
+    completion = outcome(endpoint(sdk, server), ChatRequest("hello world", 10, 0.1)).completion
+    assert completion.usage == Usage(tokens("hello world"), tokens("abcdefgh"))
+    assert completion.model_route and completion.model_route.startswith(f"{sdk}-model")
+    assert completion.request_id
+    if sdk == "openai":
+        assert completion.raw["system_fingerprint"] == "fp_fake"
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+@pytest.mark.parametrize("reply, status", [(Refusal(), "refused"), (Empty(), "empty"), (Text(" \n"), "empty")])
+def test_refusal_and_empty_are_answers_not_retried(server: FakeLLMServer, sdk: str, reply, status: str) -> None:
+    server.queue(reply)
+    result = outcome(endpoint(sdk, server), ChatRequest("q", 10))
+    assert result.completion.status == status and result.attempts == 1 and server.count() == 1
+
+
+def test_gemini_blocked_prompt_is_a_refusal(server: FakeLLMServer) -> None:
+    server.queue(Raw({"promptFeedback": {"blockReason": "SAFETY"},
+                      "usageMetadata": {"promptTokenCount": 1, "totalTokenCount": 1}}))
+    assert outcome(endpoint("gemini", server), ChatRequest("q", 10)).completion.status == "refused"
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_retry_after_honoured_and_capped(server: FakeLLMServer, sdk: str) -> None:
+    server.queue(Error(429, retry_after=0.1), Error(429, retry_after=500), Text("fine"))
+    result = outcome(endpoint(sdk, server), ChatRequest("q", 10))
+    assert result.completion.text == "fine" and result.attempts == 3 == server.count()
+    assert result.waits == [pytest.approx(0.1), FAST_RETRY["retry_after_cap"]]
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+@pytest.mark.parametrize("status", [500, 503, 408])
+def test_transient_errors_retried_at_most_five_times(server: FakeLLMServer, sdk: str, status: int) -> None:
+    server.responder = lambda r: Error(status, "try later")
+    result = outcome(endpoint(sdk, server), ChatRequest("q", 10))
+    assert result.error.kind == "transient" and result.attempts == 6 == server.count()
+
+
+def test_anthropic_overloaded_529_is_transient(server: FakeLLMServer) -> None:
+    server.queue(Error(529, "overloaded"), Text("ok"))
+    result = outcome(endpoint("anthropic", server), ChatRequest("q", 10))
+    assert result.completion.text == "ok" and result.attempts == 2 == server.count()
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_timeouts_are_transient(server: FakeLLMServer, sdk: str) -> None:
+    server.responder = lambda r: Hang(5)
+    policy = RetryPolicy(**FAST_RETRY | {"max_retries": 2})
+    result = outcome(endpoint(sdk, server, timeout=0.3), ChatRequest("q", 10), policy)
+    assert result.error.kind == "transient" and result.attempts == 3 == server.count()
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_client_errors_are_permanent_and_not_retried(server: FakeLLMServer, sdk: str, status: int) -> None:
+    server.queue(Error(status, "no"))
+    result = outcome(endpoint(sdk, server), ChatRequest("q", 10))
+    assert result.error.kind == "permanent" and result.error.status_code == status
+    assert result.attempts == 1 == server.count()
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_context_length_error_keeps_message_and_suggests_probe(server: FakeLLMServer, sdk: str) -> None:
+    server.max_prompt_chars = 5
+    result = outcome(endpoint(sdk, server), ChatRequest("a longer prompt", 10))
+    assert result.error.kind == "permanent" and "probe-window" in result.error.message
+    assert result.attempts == 1
+
+
+def test_anthropic_reasoning_budget_does_not_trip_the_sdk_guard(server: FakeLLMServer) -> None:
+    result = outcome(endpoint("anthropic", server, timeout=600.0), ChatRequest("q", 32768))
+    assert result.completion.text == "ok" and server.requests[0].body["max_tokens"] == 32768
+
+
+def test_gemini_api_version_is_configurable(server: FakeLLMServer) -> None:
+    outcome(endpoint("gemini", server, api_version="v1"), ChatRequest("q", 10))
+    assert server.requests[0].path.startswith("/v1/models/gemini-model:generateContent")
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_system_prompt_and_json_schema_use_each_sdks_field(server: FakeLLMServer, sdk: str) -> None:
+    schema = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}
+    outcome(endpoint(sdk, server), ChatRequest("q", 10, None, system="be strict", json_schema=schema))
+    body = server.requests[0].body
+    if sdk == "openai":
+        assert body["messages"][0] == {"role": "system", "content": "be strict"}
+        assert body["response_format"]["json_schema"]["schema"] == schema
+    elif sdk == "anthropic":
+        assert body["system"] == "be strict"
+        assert body["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
+    else:
+        config = body["generationConfig"]
+        assert config["responseMimeType"] == "application/json"
+        assert config["responseJsonSchema"] == schema
+        assert body["systemInstruction"]["parts"] == [{"text": "be strict"}]
+
+
+# --- the command provider -------------------------------------------------------------------
+
+def script(tmp_path: Path, body: str) -> list[str]:
+    path = tmp_path / "llm.py"
+    path.write_text(textwrap.dedent(body))
+    return [sys.executable, str(path)]
+
+
+def command_endpoint(argv: list[str], timeout: float = 5.0) -> EndpointConfig:
+    return EndpointConfig(provider="command", name="local-llm", command=argv, concurrency=1,
+                          timeout=timeout)
+
+
+def test_command_gets_the_prompt_unchanged_on_stdin(tmp_path: Path) -> None:
+    argv = script(tmp_path, """
+        import os, sys
+        prompt = sys.stdin.read()
+        sys.stdout.write(prompt + "|" + os.environ["EVALNB_TEMPERATURE"] + "|" + os.environ["EVALNB_MAX_TOKENS"])
+    """)
+    prompt = "Q: $(rm -rf /); `id` && echo $HOME | cat > /tmp/x 'quoted' \"dq\" *.txt \\ 中文\n"
+    result = outcome(command_endpoint(argv), ChatRequest(prompt, 77, None))
+    assert result.completion.text == prompt + "||77"
+    assert result.completion.status == "ok" and result.completion.model_route == "command:" + Path(argv[0]).name
+
+
+def test_command_nonzero_exit_is_transient_with_stderr_kept(tmp_path: Path) -> None:
+    argv = script(tmp_path, """
+        import sys
+        sys.stderr.write("model crashed: CUDA out of memory")
+        sys.exit(3)
+    """)
+    result = outcome(command_endpoint(argv), ChatRequest("q", 10), RetryPolicy(**FAST_RETRY | {"max_retries": 1}))
+    assert result.error.kind == "transient" and result.attempts == 2
+    assert "exited 3" in result.error.message and "CUDA out of memory" in result.error.message
+
+
+def test_command_that_hangs_times_out(tmp_path: Path) -> None:
+    argv = script(tmp_path, "import time; time.sleep(30)")
+    result = outcome(command_endpoint(argv, timeout=0.5), ChatRequest("q", 10),
+                     RetryPolicy(**FAST_RETRY | {"max_retries": 1}))
+    assert result.error.kind == "transient" and "timed out" in result.error.message and result.attempts == 2
+
+
+def test_command_missing_program_is_permanent(tmp_path: Path) -> None:
+    result = outcome(command_endpoint([str(tmp_path / "nope")]), ChatRequest("q", 10))
+    assert result.error.kind == "permanent" and result.attempts == 1
+
+
+def test_command_empty_output_is_empty(tmp_path: Path) -> None:
+    argv = script(tmp_path, "import sys; sys.stdin.read()")
+    assert outcome(command_endpoint(argv), ChatRequest("q", 10)).completion.status == "empty"
