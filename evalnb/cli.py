@@ -76,6 +76,46 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
     return EXIT_ERROR
 
 
+def estimate_command(params: Path, sets: Sequence[str]) -> int:
+    """What a run will call and spend, making no call and writing nothing."""
+    import pandas as pd
+
+    from evalnb.accounting import estimate
+    from evalnb.pipeline import load_config
+
+    config, bench = load_config(params, sets)
+    for warning in bench.check_config(config):
+        print(f"WARNING: {warning}", file=sys.stderr)
+    rows = estimate(config, bench, bench.load_tasks(config), config.output_dir)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(pd.DataFrame(rows).set_index(["stage", "model"]).to_string())
+    print("ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
+          "output tokens and judge calls for answers not yet generated are upper bounds "
+          "(every in-scope task answered, every budget used).")
+    return EXIT_OK
+
+
+def probe_command(params: Path, sets: Sequence[str], max_calls: int) -> int:
+    """Probe the contestant's context window; print and store a caps entry."""
+    import json
+
+    from evalnb.pipeline import check_keys, load_config
+    from evalnb.probe import caps_entry, probe_record, probe_window
+    from evalnb.records import write_json
+
+    config, _ = load_config(params, sets)
+    check_keys(config)
+    results = probe_window(config, max_calls=max_calls)
+    for r in results:
+        print(f"{r.kind}: {r.accepted_chars:,} characters accepted"
+              + (f", {r.rejected_chars:,} rejected" if r.rejected_chars else " (the upper bound: probe higher)")
+              + f" ({r.calls} calls)")
+    target = config.output_dir / "window_probe.json"
+    write_json(target, probe_record(config, results))
+    print(f"add to the parameters:  model.caps: {json.dumps(caps_entry(results))}   (written to {target})")
+    return EXIT_OK
+
+
 def demo(outputs: Path) -> int:
     """Every shipped sample through the offline baselines, from scratch, no key needed."""
     worst = EXIT_OK
@@ -98,6 +138,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="override a parameter (dotted keys, YAML values); repeatable")
     run_p.add_argument("--stage", choices=STAGES, action="append",
                        help="run only this stage (repeatable); default: all four in order")
+    for name, text in (("estimate", "print the calls, tokens and cost a run will make (no call)"),
+                       ("probe-window", "probe the model's context window in characters")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("params", type=Path)
+        p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+        if name == "probe-window":
+            p.add_argument("--max-calls", type=int, default=40, help="per text kind (default 40)")
     demo_p = sub.add_parser("demo", help="run the shipped samples through the offline baselines")
     demo_p.add_argument("--outputs", type=Path, default=Path("outputs"))
     args = parser.parse_args(argv)
@@ -105,6 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             stages = [s for s in STAGES if s in (args.stage or STAGES)]
             return execute_stages(args.params, args.sets, stages)
+        if args.command == "estimate":
+            return estimate_command(args.params, args.sets)
+        if args.command == "probe-window":
+            return probe_command(args.params, args.sets, args.max_calls)
         return demo(args.outputs.resolve())
     except EvalnbError as e:
         print(f"evalnb: error: {e}", file=sys.stderr)

@@ -231,8 +231,12 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
     if not isinstance(judges_raw, list):
         raise ConfigError(f"{source}: judges: expected a list")
     prices = params.get("prices") or {}
-    if not isinstance(prices, Mapping):
-        raise ConfigError(f"{source}: prices: expected a mapping of model -> {{input, output}}")
+    if not isinstance(prices, Mapping) or not all(
+            isinstance(p, Mapping) and set(p) == {"input", "output"}
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in p.values())
+            for p in prices.values()):
+        raise ConfigError(f"{source}: prices: expected MODEL: {{input: USD, output: USD}} per "
+                          "million tokens for each model")
 
     def path(value: Any) -> Path:
         p = Path(str(value)).expanduser()

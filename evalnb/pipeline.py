@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from evalnb import config as cfg
+from evalnb.accounting import usage_by_stage
 from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
 from evalnb.config import EndpointConfig, RunConfig
 from evalnb.errors import ConfigError
@@ -177,25 +178,6 @@ def status_table(run: Run) -> pd.DataFrame:
 
 # --- aggregation ------------------------------------------------------------------------------
 
-def usage_totals(run: Run) -> dict[str, dict[str, dict[str, int]]]:
-    """Tokens used, per stage and per model (calls that reported usage)."""
-    totals: dict[str, dict[str, dict[str, int]]] = {}
-    names = {"model": run.config.model.name, **{r: j.name for r, j in run.config.judge_roles()}}
-    for stage in ("generate", "judge"):
-        per_model: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "input_tokens": 0,
-                                                                     "output_tokens": 0})
-        for record in JsonlStore(run.path(f"{stage}.jsonl")).load().values():
-            if record.get("attempts", 0) == 0:
-                continue
-            row = per_model[names.get(record["endpoint"], record["endpoint"])]
-            row["calls"] += 1
-            usage = record.get("usage") or {}
-            row["input_tokens"] += usage.get("input_tokens", 0)
-            row["output_tokens"] += usage.get("output_tokens", 0)
-        totals[stage] = dict(per_model)
-    return totals
-
-
 def routes(run: Run) -> dict[str, Any]:
     """Model routes as sent and as the endpoints reported them."""
     returned: dict[str, set[str]] = defaultdict(set)
@@ -217,7 +199,7 @@ def aggregate(run: Run) -> pd.DataFrame:
         **({"label": OFFLINE_LABEL} if run.config.offline else {}),
         **body,
         "fingerprint": run.fingerprint,
-        "usage": usage_totals(run),
+        "usage": usage_by_stage(run.config, run.dir),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
         "updated_at": utc_now(),
@@ -226,7 +208,8 @@ def aggregate(run: Run) -> pd.DataFrame:
     write_json(run.path("status.json"), {
         "state": "complete" if body["complete"] else "incomplete",
         "resumable": body.get("resumable", {}), "updated_at": scores["updated_at"]})
-    update_manifest(run.path("manifest.json"), complete=body["complete"], routes=routes(run))
+    update_manifest(run.path("manifest.json"), complete=body["complete"], routes=routes(run),
+                    usage=scores["usage"])
     return headline_table(scores)
 
 

@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from IPython.display import Image  # noqa: E402
 
+from evalnb.accounting import usage_rows  # noqa: E402
 from evalnb.pipeline import Run, headline_table  # noqa: E402
 from evalnb.records import read_json_if_exists  # noqa: E402
 
@@ -45,6 +46,13 @@ def status_breakdown(run: Run) -> pd.DataFrame:
     total = sum(n for _, n in rows)
     return pd.DataFrame([(s, n, n / total if total else 0.0) for s, n in rows],
                         columns=["status", "tasks", "share"]).set_index("status")
+
+
+def usage_table(run: Run) -> pd.DataFrame:
+    """Reported token usage (and cost, where the parameters price the model)."""
+    rows = usage_rows(scores(run)["usage"])
+    columns = ["stage", "model", "calls", "attempts", "input_tokens", "output_tokens", "cost_usd"]
+    return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
 
 
 def figure_image(run: Run, fig: Any, name: str) -> Image:

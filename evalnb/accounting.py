@@ -1,0 +1,131 @@
+"""Tokens and money: what a run used, and what a run will use before it runs.
+
+Usage is what the endpoints reported, summed per stage and per model. An estimate makes
+no call: it builds every request a run would send and counts characters, converting them
+with the protocol's figures of about 3.3 characters per token for English and 1.5 for CJK
+text. Estimates are labelled as such; only reported usage is a measurement.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from evalnb.caps import cap_kind
+from evalnb.config import RunConfig
+from evalnb.records import JsonlStore
+from evalnb.runner import Record
+
+CHARS_PER_TOKEN = {"en": 3.3, "cjk": 1.5}
+STAGES = ("generate", "judge")
+
+
+def estimate_tokens(text: str) -> float:
+    return len(text) / CHARS_PER_TOKEN[cap_kind(text)]
+
+
+def endpoint_names(config: RunConfig) -> dict[str, str]:
+    return {"model": config.model.name, **{role: j.name for role, j in config.judge_roles()}}
+
+
+def cost_usd(model: str, input_tokens: float, output_tokens: float,
+             prices: Mapping[str, Mapping[str, float]]) -> float | None:
+    """Prices are US dollars per million tokens; None when the model has no price."""
+    price = prices.get(model)
+    if price is None:
+        return None
+    return (input_tokens * price["input"] + output_tokens * price["output"]) / 1e6
+
+
+def usage_by_stage(config: RunConfig, run_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Reported tokens per stage and model, with cost where a price is given."""
+    names = endpoint_names(config)
+    totals: dict[str, dict[str, dict[str, Any]]] = {}
+    for stage in STAGES:
+        rows: dict[str, dict[str, Any]] = defaultdict(
+            lambda: {"calls": 0, "attempts": 0, "input_tokens": 0, "output_tokens": 0})
+        for record in JsonlStore(run_dir / f"{stage}.jsonl").load().values():
+            if not record.get("attempts"):
+                continue   # decided without a call (out of context, exact match)
+            row = rows[names.get(record["endpoint"], record["endpoint"])]
+            row["calls"] += 1
+            row["attempts"] += record["attempts"]
+            usage = record.get("usage") or {}
+            row["input_tokens"] += usage.get("input_tokens", 0)
+            row["output_tokens"] += usage.get("output_tokens", 0)
+        for model, row in rows.items():
+            row["cost_usd"] = cost_usd(model, row["input_tokens"], row["output_tokens"], config.prices)
+        totals[stage] = dict(rows)
+    return totals
+
+
+def usage_rows(usage: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Flat rows (stage, model, ...) for a table."""
+    return [{"stage": stage, "model": model, **row}
+            for stage, per_model in usage.items() for model, row in per_model.items()]
+
+
+def placeholder_response(text_chars: int) -> Record:
+    return {"status": "ok", "text": "x" * text_chars}
+
+
+def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
+             assumed_response_chars: int = 5000) -> list[dict[str, Any]]:
+    """Calls, skips and estimated tokens and cost per stage and model, without a call.
+
+    Judge calls for answers not generated yet assume every in-scope task is answered with
+    ``assumed_response_chars`` characters (the judge prompt's own truncation for WildTrace):
+    an upper bound. Output tokens are the requests' budgets: also an upper bound.
+    """
+    names = endpoint_names(config)
+    stores = {stage: JsonlStore(run_dir / f"{stage}.jsonl").load() for stage in STAGES}
+    done = {"generate": bench.generation_done, "judge": bench.judge_done}
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def row(stage: str, endpoint: str) -> dict[str, Any]:
+        key = (stage, names.get(endpoint, endpoint))
+        return rows.setdefault(key, {"stage": stage, "model": key[1], "calls": 0,
+                                     "skipped_no_call": 0, "already_done": 0, "to_make": 0,
+                                     "est_input_tokens": 0.0, "max_output_tokens": 0})
+
+    responses = dict(stores["generate"])
+    for call in bench.generation_calls(config, tasks):
+        r = row("generate", call.endpoint)
+        r["calls"] += 1
+        previous = stores["generate"].get(call.key)
+        if previous is not None and done["generate"](previous):
+            r["already_done"] += 1
+            continue
+        prepared = call.prepare()
+        if prepared.request is None:
+            r["skipped_no_call"] += 1
+            responses[call.key] = dict(prepared.fields)
+            continue
+        r["to_make"] += 1
+        r["est_input_tokens"] += estimate_tokens(prepared.request.prompt)
+        r["max_output_tokens"] += prepared.request.max_tokens
+        responses[call.key] = placeholder_response(assumed_response_chars)   # assume answered
+
+    for call in bench.judge_calls(config, tasks, responses):
+        r = row("judge", call.endpoint)
+        r["calls"] += 1
+        previous = stores["judge"].get(call.key)
+        if previous is not None and done["judge"](previous):
+            r["already_done"] += 1
+            continue
+        prepared = call.prepare()
+        if prepared.request is None:
+            r["skipped_no_call"] += 1
+            continue
+        r["to_make"] += 1
+        r["est_input_tokens"] += estimate_tokens(prepared.request.prompt)
+        r["max_output_tokens"] += prepared.request.max_tokens
+
+    for r in rows.values():
+        r["est_input_tokens"] = round(r["est_input_tokens"])
+        r["est_input_cost_usd"] = cost_usd(r["model"], r["est_input_tokens"], 0, config.prices)
+        r["max_total_cost_usd"] = cost_usd(r["model"], r["est_input_tokens"], r["max_output_tokens"],
+                                           config.prices)
+    return list(rows.values())
