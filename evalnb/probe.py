@@ -76,8 +76,13 @@ async def search_window(fits: Callable[[int], Awaitable[bool]], upper: int, *,
 
 
 def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
-                 tolerance: float = 0.005, max_calls: int = 40) -> list[WindowProbe]:
-    """Probe the contestant's window for English and for CJK documents."""
+                 tolerance: float = 0.005, max_calls: int = 40,
+                 max_tokens: int | None = None) -> list[WindowProbe]:
+    """Probe the contestant's window for English and for CJK documents.
+
+    ``max_tokens`` defaults to the run's own completion budget, because the budget is
+    reserved from the same window when the run sends its documents.
+    """
     from evalnb.benchmarks.wildtrace import decoding   # the run's real generation settings
 
     settings = decoding(config)["model"]
@@ -92,7 +97,7 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
                 async def fits(chars: int, kind: CapKind = kind) -> bool:
                     request = ChatRequest(
                         prompts.render_answer_prompt(PROBE_QUESTION, synthetic_document(kind, chars)),
-                        max_tokens=settings[config.model.token_param],
+                        max_tokens=max_tokens or settings[config.model.token_param],
                         temperature=settings["temperature"])
                     outcome = await call_with_retries(provider, request, config.retry, rng)
                     if outcome.error is None:
