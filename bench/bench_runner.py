@@ -183,7 +183,9 @@ def vm_rss_kb() -> int:
 class Probe:
     """Counts and timestamps calls of every provider the pipeline makes (no evalnb edit)."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: str = "httpx2") -> None:
+        self.transport = transport
+        self.first_make_provider_cpu_s: float | None = None
         self.complete_calls = 0
         self.sends = 0
         self.first_complete: float | None = None
@@ -196,15 +198,32 @@ class Probe:
         original = pipeline.make_provider
 
         def make_provider(endpoint: Any) -> Any:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
+            if self.first_make_provider_s is None and self.transport == "aiohttp":
+                self._use_aiohttp()
             provider = original(endpoint)   # the first call imports the openai SDK
             if self.first_make_provider_s is None:
                 self.first_make_provider_s = time.perf_counter() - t
+                self.first_make_provider_cpu_s = time.process_time() - c
             self.providers_made += 1
             self._wrap(provider)
             return provider
 
         pipeline.make_provider = make_provider
+
+    @staticmethod
+    def _use_aiohttp() -> None:
+        """Transport experiment only: every AsyncOpenAI that evalnb's provider constructs gets
+        openai's aiohttp transport. Done at the first make_provider, where evalnb itself
+        first imports openai, so import costs land in the same place as without it."""
+        import openai
+
+        class AioAsyncOpenAI(openai.AsyncOpenAI):
+            def __init__(self, **kwargs: Any) -> None:
+                kwargs.setdefault("http_client", openai.DefaultAioHttpClient())
+                super().__init__(**kwargs)
+
+        openai.AsyncOpenAI = AioAsyncOpenAI  # type: ignore[misc]
 
     def _wrap(self, provider: Any) -> None:
         complete = provider.complete
@@ -265,13 +284,13 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         "judges": [{"provider": "openai", "name": f"bench-judge-{k}", "base_url": f"{url}/v1"}
                    for k in ("a", "b", "c")],
     }
-    probe = Probe()
+    probe = Probe(args.transport)
     probe.install()
     openai_preloaded = "openai" in sys.modules
     profiler = None
     if args.profile:
         import cProfile
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(time.process_time)   # CPU time, so idle epoll waits count ~0
 
     t0 = time.perf_counter()
     run = evalnb.open_run(params)
@@ -327,7 +346,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     ideal_rounds = (math.ceil(tasks / C) + math.ceil(in_scope / C)) * L
     wall = g2 - g0
     return {
-        "kind": "runner", "concurrency": C, "latency": L, "tasks": tasks,
+        "kind": "runner", "transport": args.transport, "concurrency": C, "latency": L, "tasks": tasks,
         "big_docs": workload["big_docs"], "doc_chars_max": workload["doc_chars_max"],
         "doc_chars_total": workload["doc_chars_total"],
         "calls": calls, "http_sends": sends,
@@ -340,6 +359,9 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_generate_s": round(cpu1 - cpu0, 3), "cpu_judge_s": round(cpu2 - cpu1, 3),
         "cpu_aggregate_s": round(cpu3 - cpu2, 3),
         "cpu_per_call_ms": round((cpu2 - cpu0) / max(calls, 1) * 1000, 3),
+        "first_make_provider_cpu_s": round(probe.first_make_provider_cpu_s or 0, 3),
+        "cpu_per_call_excl_sdk_import_ms": round((cpu2 - cpu0 - (probe.first_make_provider_cpu_s or 0))
+                                                 / max(calls, 1) * 1000, 3),
         "cpu_user_s": round(ru2.ru_utime - ru0.ru_utime, 3), "cpu_sys_s": round(ru2.ru_stime - ru0.ru_stime, 3),
         "minor_page_faults": ru2.ru_minflt - ru0.ru_minflt,
         "ratio_workers_excl_ttfr": (round(ideal_workers / (wall - (probe.first_send - g0)), 3)
@@ -453,27 +475,29 @@ def print_report(results: dict[str, Any]) -> None:
         print(f"   ideal (workers) = (T/C + 3T/(3C)) * latency [what the runner allows: each of the 3 judge")
         print(f"                     endpoints gets its own C workers, so 3C judge calls can be in flight]")
         print(f"   ideal (rounds)  = (ceil(T/C) + ceil(T/C)) * latency  [hard lower bound of 'workers': whole rounds]")
-        hdr = (f"{'config':<18}{'calls':>6}{'wall s':>8}{'ideal_b':>8}{'ratio_b':>8}{'ideal_w':>8}"
+        hdr = (f"{'config':<20}{'calls':>6}{'wall s':>8}{'ideal_b':>8}{'ratio_b':>8}{'ideal_w':>8}"
                f"{'ratio_w':>8}{'target':>13}{'CPU ms/call':>13}{'<=2ms':>6}{'TTFR s':>8}"
                f"{'peak RSS MB':>12}{'srv CPU s':>10}")
         print(hdr)
         print("-" * len(hdr))
         for r in runs:
             C = r["concurrency"]
-            name = f"C={C} T={r['tasks']}" + (" big" if r["big_docs"] else "")
+            name = (f"C={C} T={r['tasks']}" + (" big" if r["big_docs"] else "")
+                    + (" aiohttp" if r.get("transport") == "aiohttp" else ""))
             if r["big_docs"]:
                 target = f"RSS<1GB {mark(r['peak_rss_kb_max'] < TARGET_BIG_RSS_KB)}"
             else:
                 t = TARGET_RATIO.get(C)
                 target = f">={t} {mark(r['ratio_workers'] >= t)}" if t else "-"
-            print(f"{name:<18}{r['calls']:>6}{r['wall_s']:>8.2f}{r['ideal_brief_s']:>8.2f}"
+            print(f"{name:<20}{r['calls']:>6}{r['wall_s']:>8.2f}{r['ideal_brief_s']:>8.2f}"
                   f"{r['ratio_brief']:>8.2f}{r['ideal_workers_s']:>8.2f}{r['ratio_workers']:>8.2f}"
                   f"{target:>13}{r['cpu_per_call_ms']:>13.2f}"
                   f"{mark(r['cpu_per_call_ms'] <= TARGET_CPU_MS):>6}{r['ttfr_s'] or float('nan'):>8.3f}"
                   f"{r['peak_rss_kb_max'] / 1024:>12.0f}{r['server_cpu_s'] if r['server_cpu_s'] is not None else float('nan'):>10.2f}")
         print("\n   per stage / details:")
         for r in runs:
-            name = f"C={r['concurrency']}" + (" big" if r["big_docs"] else "")
+            name = (f"C={r['concurrency']}" + (" big" if r["big_docs"] else "")
+                    + (" aio" if r.get("transport") == "aiohttp" else ""))
             eg, ej, rr = r["elapsed_generate"], r["elapsed_judge"], r["rerun"]
             print(f"   {name:<8} generate {r['generate_wall_s']:.2f}s (CPU {r['cpu_per_call_generate_ms']:.2f} ms/call, "
                   f"per-call elapsed p50 {eg.get('p50')} p95 {eg.get('p95')} max {eg.get('max')}) | "
@@ -485,7 +509,9 @@ def print_report(results: dict[str, Any]) -> None:
             reps = r.get("repeats", [])
             print(f"            repeats: wall {[x['wall_s'] for x in reps]} ratio_w {[x['ratio_workers'] for x in reps]} "
                   f"CPU ms/call {[x['cpu_per_call_ms'] for x in reps]} | CPU user {r['cpu_user_s']}s sys {r['cpu_sys_s']}s, "
-                  f"minor faults {r['minor_page_faults']} | ratio_w excluding TTFR {r['ratio_workers_excl_ttfr']}")
+                  f"minor faults {r['minor_page_faults']} | ratio_w excluding TTFR {r['ratio_workers_excl_ttfr']} | "
+                  f"CPU ms/call excluding the first make_provider (SDK import, {r['first_make_provider_cpu_s']} CPU-s) "
+                  f"{r['cpu_per_call_excl_sdk_import_ms']}")
             print(f"            statuses gen {r['generate_status']} judge {r['judge_status']} "
                   f"complete={r['complete']} overall={r['overall']}")
             print(f"            rerun: {rr['wall_s']:.2f}s (open_run {rr['open_run_s']}, generate {rr['generate_s']}, "
@@ -509,6 +535,55 @@ def print_report(results: dict[str, Any]) -> None:
                   f"{r['peak_rss_kb'] / 1024:>8.0f}")
     for note in results.get("notes", []):
         print(f"   note: {note}")
+
+
+def _group(filename: str, func: str) -> str:
+    if filename.startswith("<frozen") or (filename == "~" and any(
+            k in func for k in ("builtins.exec", "marshal", "builtins.compile", "_imp."))):
+        return "imports"
+    if filename == "~":   # built-in: name the method's owner where cProfile says it
+        if "socket" in func or "epoll" in func or "select" in func:
+            return "socket/epoll syscalls"
+        if "encode" in func or "decode" in func:
+            return "str encode/decode"
+        if "read" in func or "write" in func:
+            return "file/socket read+write"
+        return "other built-ins"
+    path = filename.replace("\\", "/")
+    for marker in ("/site-packages/", "/work/main/"):
+        if marker in path:
+            rest = path.split(marker, 1)[1]
+            top = rest.split("/", 1)[0]
+            return {"bench": "bench instrumentation"}.get(top, top)
+    if "/lib/python3" in path:
+        mod = path.split("/lib/python3", 1)[1].split("/", 2)[1]
+        return f"stdlib:{mod.removesuffix('.py')}"
+    return "other"
+
+
+def print_profile(name: str, path: Path, top: int = 12) -> None:
+    """Where the worker's CPU went (cProfile with a CPU-time clock): by package, then functions."""
+    import pstats
+    stats = pstats.Stats(str(path))
+    total = stats.total_tt or 1e-9
+    groups: dict[str, float] = {}
+    for (filename, _line, func), (_cc, _nc, tt, _ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        g = _group(filename, func)
+        groups[g] = groups.get(g, 0.0) + tt
+    print(f"\n== profile {name} (cProfile, CPU clock; profiler overhead inflates totals): "
+          f"{total:.2f} CPU-s, self time by package")
+    for g, tt in sorted(groups.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"   {tt:7.2f}s {tt / total:6.1%}  {g}")
+    print("   cumulative, selected:")
+    wanted = ("_async_transform_recursive", "_build_request", "openapi_dumps", "_assign_requests_to_connections",
+              "_process_response", "construct_type", "prepare", "append", "render_answer_prompt",
+              "update_manifest", "handle_async_request", "read")
+    rows = []
+    for (filename, line, func), (_cc, nc, _tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        if func in wanted and ("openai" in filename or "evalnb" in filename or "httpcore2" in filename):
+            rows.append((ct, nc, f"{Path(filename).parent.name}/{Path(filename).name}:{line}({func})"))
+    for ct, nc, label in sorted(rows, reverse=True)[:top]:
+        print(f"   {ct:7.2f}s {ct / total:6.1%}  n={nc:<6} {label}")
 
 
 def main() -> int:
@@ -556,14 +631,21 @@ def main() -> int:
         print(f"fake server {server.url} (pid {server.pid}, latency {args.latency}s)", flush=True)
         common = ["--url", server.url, "--server-pid", str(server.pid), "--latency", str(args.latency)]
 
-        configs: list[tuple[int, bool]] = []
+        configs: list[tuple[int, bool, str]] = []
         if not args.transport_only:
             if not args.big_docs:
-                configs += [(c, False) for c in args.concurrency]
+                configs += [(c, False, "httpx2") for c in args.concurrency]
             if args.big_docs or not args.no_big_docs:
-                configs.append((args.big_concurrency, True))
+                configs.append((args.big_concurrency, True, "httpx2"))
+        missing = aiohttp_available()
+        if (args.compare_transport or args.transport_only) and not args.big_docs:
+            if missing:
+                results["notes"].append(f"aiohttp transport skipped: {missing}")
+            else:
+                configs += [(c, False, "aiohttp") for c in args.concurrency]
         workloads: dict[bool, Path] = {}
-        for C, big in configs:
+        profiles: list[tuple[str, Path]] = []
+        for C, big, transport in configs:
             if big not in workloads:
                 t = time.perf_counter()
                 wdir = tmp / ("workload-big" if big else "workload")
@@ -574,14 +656,17 @@ def main() -> int:
                 print(f"workload {'big' if big else 'standard'}: {info['tasks']} tasks, documents "
                       f"{info['doc_chars_min']:,}-{info['doc_chars_max']:,} chars, "
                       f"{info['doc_chars_total'] / 1e6:.1f}M total ({time.perf_counter() - t:.1f}s)", flush=True)
-            name = f"c{C}{'-big' if big else ''}"
+            name = f"c{C}{'-big' if big else ''}{'-aiohttp' if transport == 'aiohttp' else ''}"
             reps = []
             for rep in range(args.repeat):
-                argv = ["--one", str(C), *common, "--workload-info", str(workloads[big]),
+                argv = ["--one", str(C), "--transport", transport, *common, "--workload-info", str(workloads[big]),
                         "--output-dir", str(tmp / f"run-{name}-{rep}")]
                 if args.profile:
                     Path(args.profile).mkdir(parents=True, exist_ok=True)
-                    argv += ["--profile", str(Path(args.profile).resolve() / f"{name}-{rep}.prof")]
+                    prof = Path(args.profile).resolve() / f"{name}-{rep}.prof"
+                    argv += ["--profile", str(prof)]
+                    if rep == 0:
+                        profiles.append((name, prof))
                 print(f"running {name} #{rep + 1}/{args.repeat} ...", flush=True)
                 r = spawn(argv, tmp / f"worker-{name}-{rep}.log", timeout=900)
                 reps.append(r)
@@ -597,10 +682,7 @@ def main() -> int:
             results["runner"].append(summary)
 
         if args.compare_transport or args.transport_only:
-            missing = aiohttp_available()
             transports = ["httpx2"] + ([] if missing else ["aiohttp"])
-            if missing:
-                results["notes"].append(f"aiohttp transport skipped: {missing}")
             for C in args.concurrency:
                 for transport in transports:
                     print(f"bare loop {transport} C={C} ...", flush=True)
@@ -627,6 +709,10 @@ def main() -> int:
 
     results["bench_wall_s"] = round(time.perf_counter() - started, 1)
     print_report(results)
+    if args.profile:
+        for name, prof in profiles:
+            if prof.exists():
+                print_profile(name, prof)
     print(f"\nbench total {results['bench_wall_s']}s; figures written to {RESULTS.relative_to(REPO)}")
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     return 0

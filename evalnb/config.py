@@ -20,7 +20,8 @@ import yaml
 from evalnb.errors import ConfigError
 from evalnb.retry import RetryPolicy
 
-PROVIDERS = ("openai", "anthropic", "gemini", "command", "offline")
+PROVIDERS = ("openai", "anthropic", "gemini", "command", "offline", "none")
+NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
                "model", "judges", "retry", "prices")
 PATH_KEYS = ("output_dir", "data", "corpus")
@@ -249,7 +250,7 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         data=path(params["data"]),
         corpus=path(params["corpus"]) if params.get("corpus") else None,
         concurrency=concurrency,
-        model=_endpoint(params.get("model"), "model", concurrency),
+        model=_endpoint(params.get("model") or NO_MODEL, "model", concurrency),
         judges=tuple(_endpoint(j, f"judges[{i}]", concurrency) for i, j in enumerate(judges_raw)),
         retry=_retry(params.get("retry")), prices=dict(prices), options=options,
     )

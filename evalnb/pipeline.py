@@ -98,7 +98,7 @@ def check_keys(config: RunConfig) -> None:
     """Fail before anything runs when a named key variable is unset (values never shown)."""
     from evalnb.providers.base import api_key
     for endpoint in (config.model, *config.judges):
-        if endpoint.provider not in ("offline", "command"):
+        if endpoint.provider not in ("offline", "command", "none"):
             api_key(endpoint.api_key_env, endpoint.role)
 
 
@@ -110,7 +110,9 @@ async def _run_stage(calls: Sequence[Call], endpoints: Mapping[str, EndpointConf
     pool: dict[str, Provider] = {}
     try:
         for role, endpoint in endpoints.items():
-            pool[role] = make_provider(endpoint)
+            provider = make_provider(endpoint)
+            if provider is not None:
+                pool[role] = provider
         return await run_calls(calls, pool, store, run.config.retry, is_done=done, desc=desc)
     finally:
         for provider in pool.values():
@@ -197,7 +199,7 @@ def aggregate(run: Run) -> pd.DataFrame:
         "benchmark": run.config.benchmark, "run_name": run.config.run_name,
         "offline": run.config.offline,
         **({"label": OFFLINE_LABEL} if run.config.offline else {}),
-        **body,
+        **body,   # a benchmark may label its own approximations (offline: true, label)
         "fingerprint": run.fingerprint,
         "usage": usage_by_stage(run.config, run.dir),
         "config": run.config.to_dict(),

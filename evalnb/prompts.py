@@ -7,8 +7,11 @@ written and never expanded twice.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 WILDTRACE_ANSWER_PROMPT = """Answer using ONLY the document below. Include every specific detail from the text.
@@ -69,6 +72,56 @@ def render_judge_prompt(question: str, rubric: Sequence[RubricLine], response: s
         "rubric": lines,
         "response": response[:JUDGE_RESPONSE_CHARS],
     })
+
+
+# GeoKTools: the judge's system prompt is a file (the report's own can replace ours); the
+# user turn below is ours, since the reference runner's is not published.
+GEOKTOOLS_JUDGE_PROMPT = """QUESTION:
+{query}
+
+GOLDEN ANSWER:
+{golden}
+
+RESPONSE:
+{response}"""
+
+GEOKTOOLS_JUDGE_SCHEMA: dict = {
+    "type": "object",
+    "properties": {
+        "element_scores": {"type": "array", "items": {"type": "number"}},
+        "score": {"type": "number"},
+        "rationale": {"type": "string"},
+    },
+    "required": ["element_scores", "score", "rationale"],
+    "additionalProperties": False,
+}
+
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    path: Path
+    text: str
+    sha256: str
+
+    def record(self) -> dict[str, str]:
+        return {"path": str(self.path), "sha256": self.sha256}
+
+
+def read_prompt_file(path: Path | None, default: str) -> PromptFile:
+    """A prompt file (the official one when given, else ours), with its hash for the record."""
+    target = path or PROMPT_DIR / default
+    try:
+        data = target.read_bytes()
+    except FileNotFoundError:
+        from evalnb.errors import ConfigError
+        raise ConfigError(f"prompt file not found: {target}") from None
+    return PromptFile(target, data.decode("utf-8"), hashlib.sha256(data).hexdigest())
+
+
+def render_geoktools_judge_prompt(query: str, golden: str, response: str) -> str:
+    return fill(GEOKTOOLS_JUDGE_PROMPT, {"query": query, "golden": golden, "response": response})
 
 
 def prompt_texts() -> dict[str, str]:

@@ -68,7 +68,8 @@ def figure_image(run: Run, fig: Any, name: str) -> Image:
 
 
 def _title(run: Run, text: str) -> str:
-    return f"{text}\n(offline approximation, not comparable with the paper)" if run.config.offline else text
+    offline = scores(run).get("offline")
+    return f"{text}\n(offline approximation, not comparable with the paper)" if offline else text
 
 
 def score_histogram(run: Run) -> Image:
@@ -87,6 +88,55 @@ def judge_scores(rows: list[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame([(r["task_id"], j["judge"], j["model"], j["score"])
                          for r in rows for j in r.get("judges", []) if j["score"] is not None],
                         columns=["task_id", "judge", "model", "score"])
+
+
+def accuracy_by_k(run: Run) -> Image:
+    """GeoKTools: mean score per K with its bootstrap interval as error bars."""
+    data = scores(run)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    if data.get("ci"):
+        ks = [k for k, v in data["by_k"].items() if v["n"]]
+        means = [data["by_k"][k]["mean"] for k in ks]
+        lows = [m - data["ci"]["by_k"][k]["low"] for k, m in zip(ks, means)]
+        highs = [data["ci"]["by_k"][k]["high"] - m for k, m in zip(ks, means)]
+        ax.bar([f"K={k}\n(n={data['by_k'][k]['n']})" for k in ks], means, color="#4c72b0",
+               yerr=[lows, highs], capsize=6)
+        ax.axhline(data["overall"], color="black", linestyle="--", linewidth=1,
+                   label=f"overall {data['overall']:.3f}")
+        ax.legend(loc="lower right")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("accuracy (mean case score)")
+    ci = (data.get("ci") or {}).get("overall") or {}
+    ax.set_title(_title(run, f"accuracy by K, {int(ci.get('confidence', 0.95) * 100)}% bootstrap CI "
+                             f"(n_boot={ci.get('n_boot', '-')}, seed={ci.get('seed', '-')})"))
+    return figure_image(run, fig, "accuracy_by_k")
+
+
+def breakdown(run: Run) -> pd.DataFrame:
+    """The benchmark's own breakdown: per judge (WildTrace), per K with CIs (GeoKTools)."""
+    data = scores(run)
+    if run.config.benchmark == "geoktools":
+        rows = [("overall", data["n"], data["overall"], *_ci(data, None))]
+        if data.get("by_k"):
+            rows += [(f"K={k}", v["n"], v["mean"], *_ci(data, k)) for k, v in data["by_k"].items()]
+        rows.append(("macro over K", None, data.get("macro_over_k"), None, None))
+        return pd.DataFrame(rows, columns=["stratum", "n", "mean", "ci_low", "ci_high"]).set_index("stratum")
+    table = judge_scores(data["tasks"])
+    return table.groupby(["judge", "model"])["score"].agg(["count", "mean", "std"]) if len(table) \
+        else pd.DataFrame(columns=["count", "mean", "std"])
+
+
+def _ci(data: Mapping[str, Any], k: str | None) -> tuple[float | None, float | None]:
+    ci = data.get("ci")
+    if not ci:
+        return None, None
+    interval = ci["overall"] if k is None else ci["by_k"][k]
+    return interval["low"], interval["high"]
+
+
+def benchmark_figure(run: Run) -> Image:
+    """The benchmark's own figure: judge distributions (WildTrace), accuracy by K (GeoKTools)."""
+    return {"geoktools": accuracy_by_k}.get(run.config.benchmark, judge_distributions)(run)
 
 
 def judge_distributions(run: Run) -> Image:

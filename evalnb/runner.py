@@ -59,13 +59,15 @@ def completion_fields(completion: Completion) -> dict[str, Any]:
     }
 
 
-async def _run_one(call: Call, provider: Provider, policy: RetryPolicy,
+async def _run_one(call: Call, provider: Provider | None, policy: RetryPolicy,
                    rng: random.Random) -> Record:
     prepared = call.prepare()
     record: Record = {"key": call.key, "endpoint": call.endpoint, **prepared.fields}
     if prepared.request is None:
         record.setdefault("attempts", 0)
         return record
+    if provider is None:
+        raise RuntimeError(f"{call.key}: needs a model call but no endpoint {call.endpoint!r} is configured")
     started = time.time()
     outcome = await call_with_retries(provider, prepared.request, policy, rng)
     record.update(attempts=outcome.attempts, waits=[round(w, 3) for w in outcome.waits],
@@ -95,7 +97,7 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
     bar = tqdm(total=pending, desc=desc, file=sys.stderr, mininterval=1.0, disable=pending == 0)
 
     async def worker(endpoint: str) -> None:
-        queue, provider = queues[endpoint], pool[endpoint]
+        queue, provider = queues[endpoint], pool.get(endpoint)
         while queue:
             record = await _run_one(queue.popleft(), provider, policy, rng)
             store.append(record)
@@ -105,7 +107,9 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
     try:
         async with asyncio.TaskGroup() as group:
             for endpoint, queue in queues.items():
-                for _ in range(min(pool[endpoint].concurrency, len(queue))):
+                # Calls decided without a model (no provider) need no parallelism.
+                limit = pool[endpoint].concurrency if endpoint in pool else 1
+                for _ in range(min(limit, len(queue))):
                     group.create_task(worker(endpoint))
     finally:
         bar.close()

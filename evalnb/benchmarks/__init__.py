@@ -49,7 +49,7 @@ class Benchmark(Protocol):
         """The scores.json body: headline numbers, ``complete``, and per-task ``tasks`` rows."""
 
 
-BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace"}
+BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace", "geoktools": "evalnb.benchmarks.geoktools"}
 
 
 def benchmark_for(name: Any) -> Benchmark:

@@ -121,6 +121,8 @@ def check_config(config: RunConfig) -> list[str]:
         raise ConfigError(f"corpus: {config.corpus} is not a directory")
     if not config.judges:
         raise ConfigError("judges: wildtrace needs at least one judge (the paper uses three)")
+    if config.model.provider == "none":
+        raise ConfigError("model: wildtrace needs a contestant model")
     warning = unlisted_warning(config.model.name, caps_for(config.model.name, config.model.caps))
     return [warning] if warning else []
 

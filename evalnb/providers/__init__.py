@@ -9,8 +9,8 @@ if TYPE_CHECKING:   # config imports the retry policy, which imports providers.b
     from evalnb.providers.base import Provider
 
 
-def make_provider(endpoint: EndpointConfig) -> Provider:
-    """SDKs are imported only when a run uses them."""
+def make_provider(endpoint: EndpointConfig) -> Provider | None:
+    """SDKs are imported only when a run uses them; ``provider: none`` has no client."""
     concurrency = endpoint.concurrency or 1
     common = {"base_url": endpoint.base_url, "api_key_env": endpoint.api_key_env,
               "concurrency": concurrency, "timeout": endpoint.timeout, "role": endpoint.role}
@@ -28,5 +28,7 @@ def make_provider(endpoint: EndpointConfig) -> Provider:
         assert endpoint.command is not None   # checked with the parameters
         return CommandProvider(endpoint.name, endpoint.command, concurrency=concurrency,
                                timeout=endpoint.timeout)
+    if endpoint.provider == "none":
+        return None
     from evalnb.providers.offline import offline_provider
     return offline_provider(endpoint.name, concurrency)
