@@ -19,7 +19,7 @@ from evalnb.records import read_json_if_exists
 STAGES = ("generate", "judge", "aggregate", "report")
 PROJECT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = PROJECT / "notebooks"
-DEMO_PARAMS = ("demo_wildtrace.yaml", "demo_geoktools.yaml")
+DEMO_PARAMS = ("demo_wildtrace.yaml", "demo_geoktools.yaml", "demo_geoexpertqueries.yaml")
 EXIT_OK, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2
 
 

@@ -10,6 +10,7 @@ secret: keys live in environment variables that the parameters only name.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -49,6 +50,7 @@ class EndpointConfig:
     token_param: str = "max_tokens"    # OpenAI reasoning models want max_completion_tokens
     api_version: str | None = None     # gemini: v1beta by default
     command: list[str] | None = None   # command provider: argv, prompt on stdin
+    approximation: bool = False        # a stand-in, not a model (e.g. an example rater): label outputs
     role: str = "model"                # where it sits in the parameters, for messages
 
 
@@ -73,7 +75,7 @@ class RunConfig:
     @property
     def offline(self) -> bool:
         """True when any role is an offline baseline: numbers not comparable with the paper."""
-        return any(e.provider == "offline" for e in (self.model, *self.judges))
+        return any(e.provider == "offline" or e.approximation for e in (self.model, *self.judges))
 
     def to_dict(self) -> dict[str, Any]:
         """Fully resolved and secret-free: what papermill injects and scores.json records."""
@@ -151,6 +153,22 @@ def absolutise(params: dict[str, Any], keys: Sequence[str], base: Path) -> dict[
     return out
 
 
+def absolutise_commands(params: dict[str, Any], base: Path) -> dict[str, Any]:
+    """In a parameters file, command arguments starting with ./ or ../ are relative to it."""
+    def fix(endpoint: Any) -> Any:
+        if not isinstance(endpoint, dict) or not isinstance(endpoint.get("command"), list):
+            return endpoint
+        argv = [str((base / a).resolve()) if isinstance(a, str) and a.startswith(("./", "../")) else a
+                for a in endpoint["command"]]
+        return endpoint | {"command": argv}
+    out = dict(params)
+    if "model" in out:
+        out["model"] = fix(out["model"])
+    if isinstance(out.get("judges"), list):
+        out["judges"] = [fix(j) for j in out["judges"]]
+    return out
+
+
 def _endpoint(raw: Any, role: str, default_concurrency: int) -> EndpointConfig:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{role}: expected a mapping with provider and name")
@@ -165,6 +183,9 @@ def _endpoint(raw: Any, role: str, default_concurrency: int) -> EndpointConfig:
         raise ConfigError(f"{role}.provider: {raw['provider']!r} is not one of {', '.join(PROVIDERS)}")
     endpoint = EndpointConfig(**raw, role=role)
     _check_types(endpoint, role)
+    if endpoint.command and endpoint.command[0] == "python":
+        # "python" means the interpreter running evalnb, whatever PATH holds.
+        endpoint = replace(endpoint, command=[sys.executable, *endpoint.command[1:]])
     if endpoint.concurrency is None:
         endpoint = replace(endpoint, concurrency=default_concurrency)
     return endpoint
@@ -173,7 +194,7 @@ def _endpoint(raw: Any, role: str, default_concurrency: int) -> EndpointConfig:
 def _check_types(e: EndpointConfig, role: str) -> None:
     def bad(key: str, what: str) -> ConfigError:
         return ConfigError(f"{role}.{key}: expected {what}, got {getattr(e, key)!r}")
-    for key in ("reasoning", "send_temperature"):
+    for key in ("reasoning", "send_temperature", "approximation"):
         if not isinstance(getattr(e, key), bool):
             raise bad(key, "true or false")
     if not isinstance(e.timeout, (int, float)) or isinstance(e.timeout, bool) or e.timeout <= 0:

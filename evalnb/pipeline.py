@@ -72,6 +72,7 @@ def load_config(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()
     bench = benchmark_for(params["benchmark"])
     if not isinstance(source, Mapping):
         params = cfg.absolutise(params, (*cfg.PATH_KEYS, *bench.PATH_OPTIONS), path.parent)
+        params = cfg.absolutise_commands(params, path.parent)
     params = cfg.apply_sets(params, sets)
     bench = benchmark_for(params.get("benchmark"))
     return cfg.resolve(params, bench.OPTIONS, base=Path.cwd(), source=origin), bench

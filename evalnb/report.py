@@ -113,8 +113,14 @@ def accuracy_by_k(run: Run) -> Image:
 
 
 def breakdown(run: Run) -> pd.DataFrame:
-    """The benchmark's own breakdown: per judge (WildTrace), per K with CIs (GeoKTools)."""
+    """The benchmark's own breakdown: per judge (WildTrace), per K with CIs (GeoKTools),
+    ratings and agreement (GeoExpertQueries)."""
     data = scores(run)
+    if run.config.benchmark == "geoexpertqueries":
+        rows = [(f"rating {k}", v) for k, v in data["rating_counts"].items()]
+        rows += [(k.replace("_", " "), v) for k, v in data["agreement"].items()]
+        rows += [("overall", data["overall"]), *[(f"CI {b}", v) for b, v in zip(("low", "high"), _ci(data, None))]]
+        return pd.DataFrame(rows, columns=["", "value"]).set_index("")
     if run.config.benchmark == "geoktools":
         rows = [("overall", data["n"], data["overall"], *_ci(data, None))]
         if data.get("by_k"):
@@ -134,9 +140,32 @@ def _ci(data: Mapping[str, Any], k: str | None) -> tuple[float | None, float | N
     return interval["low"], interval["high"]
 
 
+def ratings_and_agreement(run: Run) -> Image:
+    """GeoExpertQueries: the rating distribution, and each query's ratings across runs."""
+    data = scores(run)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
+    counts = data["rating_counts"]
+    left.bar(list(counts), list(counts.values()), color="#4c72b0")
+    left.set_xlabel("rating")
+    left.set_ylabel("autorater calls")
+    left.set_title("rating distribution")
+    rated = [r for r in data["tasks"] if r["ratings"] and None not in r["ratings"]]
+    for i, row in enumerate(rated):
+        right.scatter([i] * len(row["ratings"]), row["ratings"], alpha=0.5, color="#dd8452")
+    right.set_xticks(range(len(rated)), [r["task_id"] for r in rated], rotation=60, fontsize=7)
+    right.set_yticks([0, 1, 2])
+    share = data["agreement"]["unanimous_share"]
+    right.set_title(f"ratings per run (unanimous: {share:.0%})" if share is not None else "ratings per run")
+    fig.suptitle(_title(run, f"autorater {data['judge_config']['model']}, {data['judge_config']['num_runs']} runs"))
+    fig.tight_layout()
+    return figure_image(run, fig, "ratings_and_agreement")
+
+
 def benchmark_figure(run: Run) -> Image:
-    """The benchmark's own figure: judge distributions (WildTrace), accuracy by K (GeoKTools)."""
-    return {"geoktools": accuracy_by_k}.get(run.config.benchmark, judge_distributions)(run)
+    """The benchmark's own figure: judge distributions (WildTrace), accuracy by K
+    (GeoKTools), ratings and run-to-run agreement (GeoExpertQueries)."""
+    figures = {"geoktools": accuracy_by_k, "geoexpertqueries": ratings_and_agreement}
+    return figures.get(run.config.benchmark, judge_distributions)(run)
 
 
 def judge_distributions(run: Run) -> Image:

@@ -49,7 +49,8 @@ class Benchmark(Protocol):
         """The scores.json body: headline numbers, ``complete``, and per-task ``tasks`` rows."""
 
 
-BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace", "geoktools": "evalnb.benchmarks.geoktools"}
+BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace", "geoktools": "evalnb.benchmarks.geoktools",
+              "geoexpertqueries": "evalnb.benchmarks.geoexpertqueries"}
 
 
 def benchmark_for(name: Any) -> Benchmark:

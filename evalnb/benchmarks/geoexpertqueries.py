@@ -1,0 +1,304 @@
+"""GeoExpertQueries: agent trajectories rated 0/1/2 by an autorater, three independent runs.
+
+Reference: the GeoExpertQueries protocol (§2, the pins table) and spec README readings
+16-17. Each trajectory is condensed to text; the autorater prompt follows a
+``Today is YYYY-MM-DD.`` header; each of ``num_runs`` calls must yield a rating of 0, 1 or
+2, mapped through the likert file (0 -> 0.0, 1 -> 0.5, 2 -> 1.0) and averaged. A rating
+that does not parse is a judge failure: resumable, never a zero.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from evalnb import prompts, stats
+from evalnb.config import RunConfig
+from evalnb.data import Where, read_json, require, unique_ids
+from evalnb.errors import ConfigError
+from evalnb.judging import JudgeReplyError, as_number, field_of
+from evalnb.providers.base import ChatRequest, Completion
+from evalnb.records import read_json_if_exists
+from evalnb.runner import Call, Prepared, Record
+from evalnb.trajectories import DEFAULT_OUTPUT_CHARS, DEFAULT_TOTAL_CHARS, condense, read_traces
+
+NAME = "geoexpertqueries"
+OPTIONS: Mapping[str, Any] = {
+    "traces": None,                  # JSONL of trajectories (schemas/trace.schema.json)
+    "prompt_variant": "tool_agnostic",   # the report's primary; or "workflow" (tool-aware)
+    "prompt_file": None,             # the official prompt file; default: ours for the variant
+    "available_tools": [],           # listed in the workflow prompt
+    "rating_date": None,             # YYYY-MM-DD for the header; default: the run's start date
+    "likert_file": None,             # rating -> score; default 0 -> 0.0, 1 -> 0.5, 2 -> 1.0
+    "num_runs": 3,
+    "judge_max_tokens": 8192,
+    "max_output_chars": DEFAULT_OUTPUT_CHARS,
+    "max_trajectory_chars": DEFAULT_TOTAL_CHARS,
+    "n_boot": stats.N_BOOT,
+    "seed": 0,
+}
+PATH_OPTIONS = ("traces", "prompt_file", "likert_file")
+PROMPT_FILES = {"tool_agnostic": "geoexpertqueries_tool_agnostic.txt",
+                "workflow": "geoexpertqueries_workflow.txt"}
+AGGREGATION_POLICY = ("geoexpertqueries/1: case score = mean of the mapped ratings of all runs, only when "
+                      "every run parsed; missing trace = 0; overall = mean over all queries")
+
+
+@dataclass(frozen=True)
+class ExpertQuery:
+    task_id: str
+    query: str
+    reference: str
+
+
+def read_queries(path: Path) -> list[ExpertQuery]:
+    data = read_json(path)
+    items = data.get("queries") if isinstance(data, dict) else data
+    if not isinstance(items, list) or not items:
+        raise Where(str(path)).error("expected a non-empty list of queries (or {\"queries\": [...]})")
+    queries, ids = [], []
+    for i, raw in enumerate(items):
+        where = Where(str(path), task=f"#{i}")
+        if not isinstance(raw, dict):
+            raise where.error("expected a query object")
+        query_id = str(raw["id"]) if isinstance(raw.get("id"), int) else require(raw, "id", str, where)
+        where = Where(str(path), task=query_id)
+        reference = raw.get("reference", raw.get("golden"))
+        if reference is not None and not isinstance(reference, str):
+            reference = json.dumps(reference, ensure_ascii=False)
+        queries.append(ExpertQuery(query_id, require(raw, "query", str, where), reference or "(none)"))
+        ids.append((query_id, where))
+    unique_ids(ids)
+    return queries
+
+
+# --- configuration ------------------------------------------------------------------------------
+
+def _path(value: Any) -> Path | None:
+    return Path(value) if value else None
+
+
+def prompt_file(config: RunConfig) -> prompts.PromptFile:
+    return prompts.read_prompt_file(_path(config.options["prompt_file"]),
+                                    PROMPT_FILES[config.options["prompt_variant"]])
+
+
+def likert(config: RunConfig) -> tuple[dict[str, float], str]:
+    """The rating map and its file's sha256."""
+    file = prompts.read_prompt_file(_path(config.options["likert_file"]), "likert_scales.json")
+    try:
+        scale = json.loads(file.text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"likert_file {file.path}: not JSON ({e.msg})") from None
+    if not isinstance(scale, dict) or set(scale) != {"0", "1", "2"} or not all(
+            stats.is_finite(v) for v in scale.values()):
+        raise ConfigError(f"likert_file {file.path}: expected {{\"0\": x, \"1\": y, \"2\": z}} with numbers")
+    return {k: float(v) for k, v in scale.items()}, file.sha256
+
+
+def rating_date(config: RunConfig) -> str:
+    """Reading 16: the parameter, else the date this run started (kept across resumes)."""
+    if config.options["rating_date"]:
+        return str(config.options["rating_date"])
+    started = read_json_if_exists(config.output_dir / "fingerprint.json")
+    if started and "rating" in started["parts"]:
+        return started["parts"]["rating"]["value"]["date"]
+    return datetime.now(timezone.utc).date().isoformat()
+
+
+def check_config(config: RunConfig) -> list[str]:
+    o = config.options
+    if not o["traces"]:
+        raise ConfigError("traces: required, the JSONL file of agent trajectories")
+    if o["prompt_variant"] not in PROMPT_FILES:
+        raise ConfigError(f"prompt_variant: expected one of {', '.join(PROMPT_FILES)}, got {o['prompt_variant']!r}")
+    if len(config.judges) != 1:
+        raise ConfigError("judges: the autorater is exactly one judge (the report: Gemini 3.8 Flash)")
+    for key in ("num_runs", "judge_max_tokens", "max_output_chars", "max_trajectory_chars", "n_boot"):
+        if not isinstance(o[key], int) or isinstance(o[key], bool) or o[key] < 1:
+            raise ConfigError(f"{key}: expected a positive integer, got {o[key]!r}")
+    if not isinstance(o["available_tools"], list) or not all(isinstance(t, str) for t in o["available_tools"]):
+        raise ConfigError("available_tools: expected a list of tool names (or descriptions)")
+    if o["rating_date"]:
+        try:
+            date.fromisoformat(str(o["rating_date"]))
+        except ValueError:
+            raise ConfigError(f"rating_date: expected YYYY-MM-DD, got {o['rating_date']!r}") from None
+    prompt_file(config)
+    likert(config)
+    if o["prompt_variant"] == "workflow" and not o["available_tools"]:
+        return ["workflow prompt with no available_tools: the prompt will list none"]
+    return []
+
+
+def load_tasks(config: RunConfig) -> list[ExpertQuery]:
+    queries = read_queries(config.data)
+    read_traces(Path(config.options["traces"]), [q.task_id for q in queries])   # validated now
+    return queries
+
+
+def judge_config(config: RunConfig) -> dict[str, Any]:
+    o = config.options
+    scale, scale_sha = likert(config)
+    judge = config.judges[0]
+    return {"model": judge.name, "provider": judge.provider, "temperature": "model default (not sent)",
+            "max_tokens": o["judge_max_tokens"], "prompt_variant": o["prompt_variant"],
+            "prompt_file": prompt_file(config).record(), "date_header": f"Today is {rating_date(config)}.",
+            "available_tools": o["available_tools"] if o["prompt_variant"] == "workflow" else None,
+            "likert": scale, "likert_sha256": scale_sha, "num_runs": o["num_runs"],
+            "condensation": {"max_output_chars": o["max_output_chars"],
+                             "max_trajectory_chars": o["max_trajectory_chars"]}}
+
+
+def fingerprint_parts(config: RunConfig, tasks: Sequence[ExpertQuery]) -> dict[str, Any]:
+    traces = Path(config.options["traces"]).read_bytes()
+    return {
+        "rating": {**judge_config(config), "date": rating_date(config)},
+        "traces_sha256": hashlib.sha256(traces).hexdigest(),
+        "aggregation": AGGREGATION_POLICY,
+        "retry": asdict(config.retry),
+        "tasks": hashlib.sha256(json.dumps([asdict(t) for t in tasks], sort_keys=True).encode()).hexdigest(),
+    }
+
+
+# --- "generation": the trajectories, condensed ---------------------------------------------------
+
+def _condensed(task: ExpertQuery, config: RunConfig, traces: Any) -> Prepared:
+    fields = {"task_id": task.task_id, "source": "traces"}
+    trace = traces.traces.get(task.task_id)
+    if trace is None:
+        return Prepared(None, fields | {"status": "missing", "text": None})
+    text = condense(trace, output_chars=config.options["max_output_chars"],
+                    total_chars=config.options["max_trajectory_chars"])
+    return Prepared(None, fields | {"status": "ok", "text": text, "steps": len(trace["steps"]),
+                                    "converted_from_messages": task.task_id in traces.converted_ids})
+
+
+def generation_calls(config: RunConfig, tasks: Sequence[ExpertQuery]) -> list[Call]:
+    traces = read_traces(Path(config.options["traces"]), [t.task_id for t in tasks])
+    return [Call(t.task_id, "model", functools.partial(_condensed, t, config, traces)) for t in tasks]
+
+
+def generation_done(record: Record) -> bool:
+    return True   # read from a file: nothing to resume
+
+
+# --- rating (readings 16, 17) --------------------------------------------------------------------
+
+def rating_prompt(config: RunConfig, task: ExpertQuery, trajectory: str) -> str:
+    tools = "\n".join(f"- {t}" for t in config.options["available_tools"]) or "(none listed)"
+    body = prompts.fill(prompt_file(config).text, {"query": task.query, "reference": task.reference,
+                                                   "trajectory": trajectory, "tools": tools})
+    return f"Today is {rating_date(config)}.\n\n{body}"
+
+
+_RATING_LINE = re.compile(r"\brating\b\W{0,3}([0-9])\b", re.I)
+
+
+def parse_rating(reply: str, scale: Mapping[str, float]) -> int:
+    """A rating in the scale, from a JSON ``rating`` field or a ``Rating: N`` line."""
+    try:
+        value, _ = field_of(reply, "rating")
+    except JudgeReplyError:
+        lines = _RATING_LINE.findall(reply)
+        if not lines:
+            raise
+        value = lines[-1]
+    number = as_number(value)
+    if number is None or not number.is_integer() or str(int(number)) not in scale:
+        raise JudgeReplyError(f"rating {value!r} is not one of {', '.join(scale)}")
+    return int(number)
+
+
+def read_rating(completion: Completion, scale: Mapping[str, float]) -> dict[str, Any]:
+    if completion.status != "ok":
+        return {"status": f"judge_{completion.status}", "text": completion.text,
+                "error": {"kind": "judge", "message": f"autorater reply was {completion.status}"}}
+    try:
+        rating = parse_rating(completion.text, scale)
+    except JudgeReplyError as e:
+        return {"status": "failed_parse", "text": completion.text, "error": {"kind": "parse", "message": str(e)}}
+    return {"status": "ok", "text": completion.text, "rating": rating, "score": scale[str(rating)]}
+
+
+def judge_calls(config: RunConfig, tasks: Sequence[ExpertQuery], responses: Mapping[str, Record]) -> list[Call]:
+    scale, _ = likert(config)
+    calls = []
+    for task in tasks:
+        response = responses.get(task.task_id)
+        if response is None or response["status"] != "ok":
+            continue
+        request = ChatRequest(rating_prompt(config, task, response["text"]),
+                              max_tokens=config.options["judge_max_tokens"], temperature=None)
+        for run in range(1, config.options["num_runs"] + 1):
+            fields = {"task_id": task.task_id, "run": run}
+            calls.append(Call(f"{task.task_id}::run{run}", "judge1", functools.partial(Prepared, request, fields),
+                              functools.partial(read_rating, scale=scale)))
+    return calls
+
+
+def judge_done(record: Record) -> bool:
+    return record["status"] == "ok"
+
+
+# --- aggregation -----------------------------------------------------------------------------------
+
+def agreement(ratings: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """How often independent runs disagree, over queries with every run rated."""
+    if not ratings:
+        return {"queries": 0, "unanimous_share": None, "max_spread_share": None, "mean_range": None}
+    ranges = [max(r) - min(r) for r in ratings]
+    return {"queries": len(ratings), "unanimous_share": sum(x == 0 for x in ranges) / len(ranges),
+            "max_spread_share": sum(x == 2 for x in ranges) / len(ranges),
+            "mean_range": sum(ranges) / len(ranges)}
+
+
+def score(config: RunConfig, tasks: Sequence[ExpertQuery], responses: Mapping[str, Record],
+          judgements: Mapping[str, Record]) -> dict[str, Any]:
+    runs = range(1, config.options["num_runs"] + 1)
+    rows, pending, complete_ratings = [], 0, []
+    for task in tasks:
+        response = responses.get(task.task_id)
+        status = response["status"] if response else "pending"
+        verdicts = [judgements.get(f"{task.task_id}::run{n}") for n in runs]
+        ratings = [v["rating"] if v and v["status"] == "ok" else None for v in verdicts]
+        if status == "ok":
+            value = stats.mean([v["score"] for v in verdicts]) if None not in ratings else None  # type: ignore[index]
+            pending += ratings.count(None)
+            if None not in ratings:
+                complete_ratings.append(ratings)
+        else:
+            value = 0.0 if status == "missing" else None
+            pending += status != "missing"
+        rows.append({"task_id": task.task_id, "status": status, "score": value, "ratings": ratings,
+                     "runs": [{"run": n, "status": v["status"] if v else "pending", "rating": r,
+                               "reply": v.get("text") if v else None, "error": v.get("error") if v else None}
+                              for n, v, r in zip(runs, verdicts, ratings)] if status == "ok" else []})
+    complete = pending == 0
+    scores = [r["score"] for r in rows]
+    n_boot, seed = config.options["n_boot"], config.options["seed"]
+    traces = read_traces(Path(config.options["traces"]), [t.task_id for t in tasks])
+    routes = sorted({v["model_route"] for v in judgements.values() if v.get("model_route")})
+    return {
+        "complete": complete,
+        "overall": stats.mean(scores) if complete else None,   # type: ignore[arg-type]
+        "n": len(tasks),
+        "ci": {"overall": stats.bootstrap_ci(scores, n_boot=n_boot, seed=seed).as_dict()} if complete else None,
+        "rating_counts": {str(k): sum(r.count(k) for r in complete_ratings) for k in (0, 1, 2)},
+        "agreement": agreement(complete_ratings),
+        "status_counts": dict(Counter(r["status"] for r in rows)),
+        "resumable": {"judge_calls": pending},
+        "judge_config": judge_config(config) | {"routes_returned": routes},
+        "traces_report": {"file": config.options["traces"], "unknown_ids": traces.unknown_ids,
+                          "duplicate_ids": traces.duplicate_ids, "converted_from_messages": traces.converted_ids,
+                          "missing_ids": [t.task_id for t in tasks if t.task_id not in traces.traces]},
+        "tasks": rows,
+    }
