@@ -263,6 +263,18 @@ def _elapsed_stats(path: Path) -> dict[str, float]:
             "max": values[-1]}
 
 
+def _span(path: Path) -> float | None:
+    """First request start to last response end, from the stage's own records (time.time())."""
+    starts, ends = [], []
+    for line in path.read_text("utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            if record.get("started_at") is not None:
+                starts.append(record["started_at"])
+                ends.append(record["started_at"] + (record.get("elapsed_s") or 0))
+    return round(max(ends) - min(starts), 3) if starts else None
+
+
 def _line_count(path: Path) -> int:
     return sum(1 for line in path.read_text("utf-8").splitlines() if line.strip()) if path.exists() else 0
 
@@ -290,7 +302,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
     profiler = None
     if args.profile:
         import cProfile
-        profiler = cProfile.Profile(time.process_time)   # CPU time, so idle epoll waits count ~0
+        profiler = cProfile.Profile()   # wall clock (cheap timer); print_profile drops idle epoll waits
 
     t0 = time.perf_counter()
     run = evalnb.open_run(params)
@@ -375,6 +387,8 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
         "first_make_provider_s": round(probe.first_make_provider_s or 0, 4),
         "openai_imported_before_generate": openai_preloaded,
         "rss_start_kb": rss_start, "rss_before_generate_kb": rss_before, "peak_rss_kb": peak_rss,
+        "generate_calls_span_s": _span(out / "generate.jsonl"),
+        "judge_calls_span_s": _span(out / "judge.jsonl"),
         "elapsed_generate": _elapsed_stats(out / "generate.jsonl"),
         "elapsed_judge": _elapsed_stats(out / "judge.jsonl"),
         "generate_status": gen_status, "judge_status": judge_status,
@@ -503,6 +517,10 @@ def print_report(results: dict[str, Any]) -> None:
                   f"per-call elapsed p50 {eg.get('p50')} p95 {eg.get('p95')} max {eg.get('max')}) | "
                   f"judge {r['judge_wall_s']:.2f}s (CPU {r['cpu_per_call_judge_ms']:.2f} ms/call, "
                   f"p50 {ej.get('p50')} p95 {ej.get('p95')} max {ej.get('max')}) | aggregate {r['aggregate_s']:.2f}s")
+            print(f"            calls span (first call start -> last call end) generate {r['generate_calls_span_s']}s, "
+                  f"judge {r['judge_calls_span_s']}s -> fixed stage overhead "
+                  f"{r['generate_wall_s'] - (r['generate_calls_span_s'] or 0):.2f}s + "
+                  f"{r['judge_wall_s'] - (r['judge_calls_span_s'] or 0):.2f}s")
             print(f"            ratio(rounds bound) {r['ratio_rounds']:.2f}; TTFR {r['ttfr_s']}s (first complete() "
                   f"{r['ttf_complete_s']}s; first make_provider {r['first_make_provider_s']}s incl. SDK import) | "
                   f"RSS before generate {r['rss_before_generate_kb'] / 1024:.0f} MB, peak {r['peak_rss_kb'] / 1024:.0f} MB")
@@ -542,8 +560,8 @@ def _group(filename: str, func: str) -> str:
             k in func for k in ("builtins.exec", "marshal", "builtins.compile", "_imp."))):
         return "imports"
     if filename == "~":   # built-in: name the method's owner where cProfile says it
-        if "socket" in func or "epoll" in func or "select" in func:
-            return "socket/epoll syscalls"
+        if "socket" in func or "select" in func:
+            return "socket syscalls"
         if "encode" in func or "decode" in func:
             return "str encode/decode"
         if "read" in func or "write" in func:
@@ -565,13 +583,17 @@ def print_profile(name: str, path: Path, top: int = 12) -> None:
     """Where the worker's CPU went (cProfile with a CPU-time clock): by package, then functions."""
     import pstats
     stats = pstats.Stats(str(path))
-    total = stats.total_tt or 1e-9
+    idle = sum(tt for (filename, _line, func), (_cc, _nc, tt, _ct, _callers) in stats.stats.items()  # type: ignore[attr-defined]
+               if filename == "~" and "poll" in func and "epoll" in func)
+    total = (stats.total_tt - idle) or 1e-9  # type: ignore[attr-defined]
     groups: dict[str, float] = {}
     for (filename, _line, func), (_cc, _nc, tt, _ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        if filename == "~" and "poll" in func and "epoll" in func:
+            continue
         g = _group(filename, func)
         groups[g] = groups.get(g, 0.0) + tt
-    print(f"\n== profile {name} (cProfile, CPU clock; profiler overhead inflates totals): "
-          f"{total:.2f} CPU-s, self time by package")
+    print(f"\n== profile {name} (cProfile over generate+judge; busy time = profiled time minus "
+          f"{idle:.2f}s idle in epoll; profiler overhead inflates it): {total:.2f}s busy, self time by package")
     for g, tt in sorted(groups.items(), key=lambda kv: -kv[1])[:top]:
         print(f"   {tt:7.2f}s {tt / total:6.1%}  {g}")
     print("   cumulative, selected:")

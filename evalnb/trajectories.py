@@ -107,9 +107,8 @@ def read_traces(path: Path, query_ids: list[str]) -> Traces:
                 raise where.error("missing", "id")
             raw = from_openai_messages(raw, Where(str(path), line, str(raw["id"])))
             converted.append(str(raw["id"]))
-        errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
-        if errors:
-            error = errors[0]
+        error = jsonschema.exceptions.best_match(validator.iter_errors(raw))
+        if error is not None:   # the most specific error (inside a step's own schema)
             task = str(raw["id"]) if isinstance(raw, dict) and "id" in raw else None
             raise Where(str(path), line, task).error(
                 f"does not match the trace schema: {error.message}", _field(error))

@@ -71,3 +71,12 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
     streams = [o for c in generate.cells for o in c.get("outputs", []) if o.output_type == "stream"]
     assert len(streams) <= 2
     assert (run / "01_generate.ipynb").stat().st_size < 60_000
+
+    for name, figure in (("demo-geoktools", "accuracy_by_k"), ("demo-geoexpertqueries", "ratings_and_agreement")):
+        other = tmp_path / name
+        scores = json.loads((other / "scores.json").read_text())
+        assert scores["complete"] and scores["offline"] and scores["ci"]["overall"]["n_boot"] == 10_000
+        assert (other / "figures" / f"{figure}.png").exists()
+        report = nbformat.read(other / "04_report.ipynb", as_version=4)
+        assert sum("image/png" in o.get("data", {}) for c in report.cells if c.cell_type == "code"
+                   for o in c.outputs) == 2

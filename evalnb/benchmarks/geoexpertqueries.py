@@ -200,7 +200,7 @@ def rating_prompt(config: RunConfig, task: ExpertQuery, trajectory: str) -> str:
     return f"Today is {rating_date(config)}.\n\n{body}"
 
 
-_RATING_LINE = re.compile(r"\brating\b\W{0,3}([0-9])\b", re.I)
+_RATING_LINE = re.compile(r"\brating\b\W{0,6}([0-9])\b", re.I)
 
 
 def parse_rating(reply: str, scale: Mapping[str, float]) -> int:
