@@ -12,14 +12,19 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from evalnb.errors import EvalnbError
+from evalnb.errors import ConfigError, EvalnbError
 from evalnb.records import read_json_if_exists
 
 STAGES = ("generate", "judge", "aggregate", "report")
 PROJECT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = PROJECT / "notebooks"
-DEMO_PARAMS = ("demo_wildtrace.yaml", "demo_geoktools.yaml", "demo_geoexpertqueries.yaml")
+COMPARE_NOTEBOOK = NOTEBOOKS / "05_compare.ipynb"
+# (parameters file, another offline contestant for a second run of that file, or None)
+DEMO_RUNS: tuple[tuple[str, str | None], ...] = (
+    ("demo_wildtrace.yaml", None), ("demo_wildtrace.yaml", "lead-3"),
+    ("demo_geoktools.yaml", None), ("demo_geoexpertqueries.yaml", None))
 EXIT_OK, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2
 
 
@@ -116,15 +121,69 @@ def probe_command(params: Path, sets: Sequence[str], max_calls: int) -> int:
     return EXIT_OK
 
 
+def compare_command(runs: Sequence[Path], out: Path | None, params: Path | None,
+                    options: dict[str, Any]) -> int:
+    """Run the compare notebook over finished runs; refuse runs that may not be mixed."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    from evalnb.compare import open_compare
+    from evalnb.config import read_params_file
+
+    config: dict[str, Any] = read_params_file(params) if params else {}
+    base = params.parent if params else Path.cwd()
+    config["runs"] = [str((base / r).resolve()) for r in config.get("runs", [])] + [str(r.resolve()) for r in runs]
+    config["out"] = str((out or base / (config.get("out") or "outputs/compare")).resolve())
+    config |= {k: v for k, v in options.items() if v is not None}
+    cmp = open_compare(**config)   # refuses before anything is written
+    output = cmp.out / COMPARE_NOTEBOOK.name
+    cmp.out.mkdir(parents=True, exist_ok=True)
+    try:
+        papermill.execute_notebook(str(COMPARE_NOTEBOOK), str(output), parameters={"config": config},
+                                   kernel_name="python3", cwd=str(cmp.out), progress_bar=False,
+                                   start_timeout=120, coalesce_streams=True)
+    except PapermillExecutionError as e:
+        print(f"evalnb: compare failed: {e.ename}: {e.evalue.strip()} (record: {output})", file=sys.stderr)
+        return EXIT_ERROR
+    render_html(output)
+    print(f"evalnb: compare written to {cmp.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def render_command(folder: Path, no_input: bool) -> int:
+    from evalnb.render import render_folder
+
+    if not folder.is_dir():
+        raise ConfigError(f"render: {folder} is not a directory")
+    pages = render_folder(folder.resolve(), no_input=no_input)
+    if not pages:
+        raise ConfigError(f"render: no executed notebooks in {folder}")
+    for page in pages:
+        print(page)
+    return EXIT_OK
+
+
 def demo(outputs: Path) -> int:
-    """Every shipped sample through the offline baselines, from scratch, no key needed."""
-    worst = EXIT_OK
-    for name in DEMO_PARAMS:
-        run_dir = outputs / f"demo-{Path(name).stem.removeprefix('demo_')}"
+    """Every shipped sample through the offline baselines, from scratch, no key needed; then
+    two offline WildTrace contestants compared and rendered for a paper."""
+    worst, runs = EXIT_OK, {}
+    for name, contestant in DEMO_RUNS:
+        run_name = f"demo-{Path(name).stem.removeprefix('demo_')}" + (f"-{contestant}" if contestant else "")
+        run_dir = outputs / run_name
         shutil.rmtree(run_dir, ignore_errors=True)
-        code = execute_stages(PROJECT / "params" / name, [f"output_dir={run_dir}"], STAGES)
-        worst = max(worst, code)
+        sets = [f"output_dir={run_dir}", f"run_name={run_name}"]
+        sets += [f"model.name={contestant}"] if contestant else []
+        worst = max(worst, execute_stages(PROJECT / "params" / name, sets, STAGES))
+        runs[run_name] = run_dir
         print(f"evalnb demo: records in {run_dir}", file=sys.stderr)
+    compare_dir = outputs / "demo-compare-wildtrace"
+    shutil.rmtree(compare_dir, ignore_errors=True)
+    worst = max(worst, compare_command([runs["demo-wildtrace"], runs["demo-wildtrace-lead-3"]],
+                                       compare_dir, None, {}))
+    for folder in (compare_dir, runs["demo-wildtrace"]):
+        render_command(folder, no_input=True)
+    print(f"evalnb demo: comparison in {compare_dir}; paper-ready HTML in {compare_dir / 'paper'}",
+          file=sys.stderr)
     return worst
 
 
@@ -145,6 +204,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
         if name == "probe-window":
             p.add_argument("--max-calls", type=int, default=40, help="per text kind (default 40)")
+    cmp_p = sub.add_parser("compare", help="compare finished runs of one benchmark (leaderboard, paired "
+                                           "differences, judge agreement, rubric analysis)")
+    cmp_p.add_argument("runs", type=Path, nargs="*")
+    cmp_p.add_argument("--out", type=Path)
+    cmp_p.add_argument("--params", type=Path, help="a file with runs: [...] and options")
+    cmp_p.add_argument("--n-boot", type=int, dest="n_boot")
+    cmp_p.add_argument("--seed", type=int)
+    cmp_p.add_argument("--threshold", type=float, help="judges disagree above this difference (0.2)")
+    render_p = sub.add_parser("render", help="paper-ready HTML of every executed notebook in a run or compare")
+    render_p.add_argument("folder", type=Path)
+    render_p.add_argument("--no-input", action="store_true", help="hide the code cells")
     demo_p = sub.add_parser("demo", help="run the shipped samples through the offline baselines")
     demo_p.add_argument("--outputs", type=Path, default=Path("outputs"))
     args = parser.parse_args(argv)
@@ -156,6 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return estimate_command(args.params, args.sets)
         if args.command == "probe-window":
             return probe_command(args.params, args.sets, args.max_calls)
+        if args.command == "compare":
+            return compare_command(args.runs, args.out, args.params,
+                                   {"n_boot": args.n_boot, "seed": args.seed, "threshold": args.threshold})
+        if args.command == "render":
+            return render_command(args.folder, args.no_input)
         return demo(args.outputs.resolve())
     except EvalnbError as e:
         print(f"evalnb: error: {e}", file=sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from collections import Counter
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -55,9 +56,8 @@ def usage_table(run: Run) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
 
 
-def figure_image(run: Run, fig: Any, name: str) -> Image:
-    """Save ``fig`` as PNG and PDF under the run's ``figures/`` and return it for display."""
-    folder = run.path("figures")
+def figure_image(folder: Path, fig: Any, name: str) -> Image:
+    """Save ``fig`` as PNG and PDF in ``folder`` and return it for display."""
     folder.mkdir(parents=True, exist_ok=True)
     fig.savefig(folder / f"{name}.pdf", bbox_inches="tight")
     buffer = io.BytesIO()
@@ -80,7 +80,7 @@ def score_histogram(run: Run) -> Image:
     ax.set_xlabel("task score (0 for out-of-context, refused, empty, failed)")
     ax.set_ylabel("tasks")
     ax.set_title(_title(run, f"{run.config.model.name}: task scores"))
-    return figure_image(run, fig, "score_histogram")
+    return figure_image(run.path("figures"), fig, "score_histogram")
 
 
 def judge_scores(rows: list[Mapping[str, Any]]) -> pd.DataFrame:
@@ -109,7 +109,7 @@ def accuracy_by_k(run: Run) -> Image:
     ci = (data.get("ci") or {}).get("overall") or {}
     ax.set_title(_title(run, f"accuracy by K, {int(ci.get('confidence', 0.95) * 100)}% bootstrap CI "
                              f"(n_boot={ci.get('n_boot', '-')}, seed={ci.get('seed', '-')})"))
-    return figure_image(run, fig, "accuracy_by_k")
+    return figure_image(run.path("figures"), fig, "accuracy_by_k")
 
 
 def breakdown(run: Run) -> pd.DataFrame:
@@ -158,7 +158,7 @@ def ratings_and_agreement(run: Run) -> Image:
     right.set_title(f"ratings per run (unanimous: {share:.0%})" if share is not None else "ratings per run")
     fig.suptitle(_title(run, f"autorater {data['judge_config']['model']}, {data['judge_config']['num_runs']} runs"))
     fig.tight_layout()
-    return figure_image(run, fig, "ratings_and_agreement")
+    return figure_image(run.path("figures"), fig, "ratings_and_agreement")
 
 
 def benchmark_figure(run: Run) -> Image:
@@ -179,4 +179,4 @@ def judge_distributions(run: Run) -> Image:
     ax.set_ylim(-0.05, 1.05)
     ax.set_ylabel("normalised judge score")
     ax.set_title(_title(run, "per-judge score distributions"))
-    return figure_image(run, fig, "judge_distributions")
+    return figure_image(run.path("figures"), fig, "judge_distributions")

@@ -9,14 +9,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from evalnb.cli import STAGES, main, notebook_for
+from evalnb.cli import COMPARE_NOTEBOOK, STAGES, main, notebook_for
 from tests.conftest import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def test_every_stage_has_a_notebook() -> None:
-    assert [notebook_for(s) for s in STAGES] == NOTEBOOKS
+    assert [notebook_for(s) for s in STAGES] + [COMPARE_NOTEBOOK] == NOTEBOOKS
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

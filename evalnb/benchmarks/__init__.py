@@ -25,6 +25,7 @@ class Benchmark(Protocol):
     NAME: str
     OPTIONS: Mapping[str, Any]        # benchmark-specific parameter keys and their defaults
     PATH_OPTIONS: tuple[str, ...]     # which of OPTIONS are paths
+    COMPARABLE_PARTS: tuple[str, ...]  # fingerprint parts that must agree for runs to be compared
 
     def check_config(self, config: RunConfig) -> list[str]:
         """Raise ConfigError on a bad configuration; return warnings to show."""
@@ -47,6 +48,12 @@ class Benchmark(Protocol):
     def score(self, config: RunConfig, tasks: Sequence[Task], responses: Mapping[str, Record],
               judgements: Mapping[str, Record]) -> dict[str, Any]:
         """The scores.json body: headline numbers, ``complete``, and per-task ``tasks`` rows."""
+
+    def items(self, scores: Mapping[str, Any]) -> dict[str, tuple[float | None, bool]]:
+        """From a scores.json: item -> (score, attempted), the units paired across runs."""
+
+    def verdicts(self, scores: Mapping[str, Any]) -> list[tuple[str, str, float]]:
+        """From a scores.json: (item, judge, score) for judge-agreement statistics."""
 
 
 BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace", "geoktools": "evalnb.benchmarks.geoktools",

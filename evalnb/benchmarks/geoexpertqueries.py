@@ -46,6 +46,7 @@ OPTIONS: Mapping[str, Any] = {
     "seed": 0,
 }
 PATH_OPTIONS = ("traces", "prompt_file", "likert_file")
+COMPARABLE_PARTS = ("rating", "aggregation", "retry", "tasks")
 PROMPT_FILES = {"tool_agnostic": "geoexpertqueries_tool_agnostic.txt",
                 "workflow": "geoexpertqueries_workflow.txt"}
 AGGREGATION_POLICY = ("geoexpertqueries/1: case score = mean of the mapped ratings of all runs, only when "
@@ -302,3 +303,17 @@ def score(config: RunConfig, tasks: Sequence[ExpertQuery], responses: Mapping[st
                           "missing_ids": [t.task_id for t in tasks if t.task_id not in traces.traces]},
         "tasks": rows,
     }
+
+
+# --- comparison across runs ------------------------------------------------------------------
+
+def items(scores: Mapping[str, Any]) -> dict[str, tuple[float | None, bool]]:
+    """Query -> (score, attempted: a trajectory existed)."""
+    return {r["task_id"]: (r["score"], r["status"] != "missing") for r in scores["tasks"]}
+
+
+def verdicts(scores: Mapping[str, Any]) -> list[tuple[str, str, float]]:
+    """(query, run, mapped rating): the independent runs play the panel's part."""
+    scale = scores["judge_config"]["likert"]
+    return [(r["task_id"], f"run{run['run']}", scale[str(run["rating"])])
+            for r in scores["tasks"] for run in r["runs"] if run["rating"] is not None]

@@ -35,6 +35,7 @@ OPTIONS: Mapping[str, Any] = {
     "seed": 0,
 }
 PATH_OPTIONS = ("predictions", "judge_prompt_file")
+COMPARABLE_PARTS = ("scoring", "aggregation", "repeats", "retry", "tasks")
 K_VALUES = (1, 2, 3, 4)
 DETERMINISTIC_LABEL = ("OFFLINE APPROXIMATION: scored by the deterministic offline scorer, which agrees "
                        "with the report's LLM-judge protocol on exact matches and clear misses and "
@@ -364,3 +365,18 @@ def score(config: RunConfig, tasks: Sequence[GeoCase], responses: Mapping[str, R
         body["predictions_report"] = read_predictions(path, sorted(k_of)).report(path)
     body["tasks"] = rows
     return body
+
+
+# --- comparison across runs ------------------------------------------------------------------
+
+def items(scores: Mapping[str, Any]) -> dict[str, tuple[float | None, bool]]:
+    """Case -> (score averaged over repeats, attempted: a prediction existed)."""
+    by_case: dict[str, list[Any]] = {}
+    for row in scores["tasks"]:
+        by_case.setdefault(row["case_id"], []).append(row)
+    return {case: (stats.mean([r["score"] for r in rows]) if all(r["score"] is not None for r in rows) else None,
+                   any(r["status"] != "missing" for r in rows)) for case, rows in by_case.items()}
+
+
+def verdicts(scores: Mapping[str, Any]) -> list[tuple[str, str, float]]:
+    return []   # one judge: no panel to agree or disagree

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb import prompts
-from evalnb.caps import caps_for, route_for, unlisted_warning
+from evalnb.caps import caps_for, caps_table, route_for, unlisted_warning
 from evalnb.config import RunConfig
 from evalnb.data import Corpus, Where, read_json, read_jsonl, require, unique_ids
 from evalnb.errors import ConfigError
@@ -29,6 +29,10 @@ from evalnb.runner import Call, Prepared, Record
 NAME = "wildtrace"
 OPTIONS: Mapping[str, Any] = {}
 PATH_OPTIONS: tuple[str, ...] = ()
+# Runs of different models may be compared only when these fingerprint parts agree (§5:
+# never mix caps policies, prompts, retry policies, judge panels or aggregation policies).
+# Each model keeps its own cap: the caps *table* is what must agree.
+COMPARABLE_PARTS = ("prompts", "caps_table", "judge_panel", "aggregation", "retry", "tasks")
 
 # Spec §2 and §4.
 TEMPERATURE = 0.1
@@ -156,6 +160,7 @@ def fingerprint_parts(config: RunConfig, tasks: Sequence[WildTraceTask]) -> dict
     return {
         "prompts": {name: sha256_text(text) for name, text in prompts.prompt_texts().items()},
         "caps": asdict(caps),
+        "caps_table": sha256_text(json.dumps(caps_table(), sort_keys=True)),
         "decoding": decoding(config),
         "contestant": {"provider": config.model.provider, "name": config.model.name},
         "judge_panel": [{"role": role, "provider": j.provider, "name": j.name}
@@ -280,3 +285,16 @@ def score(config: RunConfig, tasks: Sequence[WildTraceTask], responses: Mapping[
         "resumable": {"generation": pending_generation, "judge_calls": pending_judges},
         "tasks": rows,
     }
+
+
+# --- comparison across runs ------------------------------------------------------------------
+
+def items(scores: Mapping[str, Any]) -> dict[str, tuple[float | None, bool]]:
+    """Task -> (score, attempted): out-of-context tasks were never sent, so not attempted."""
+    return {r["task_id"]: (r["score"], r["status"] != "out_of_context") for r in scores["tasks"]}
+
+
+def verdicts(scores: Mapping[str, Any]) -> list[tuple[str, str, float]]:
+    """(task, judge, normalised score) for every judge verdict."""
+    return [(r["task_id"], f"{j['judge']} {j['model']}", j["score"])
+            for r in scores["tasks"] for j in r["judges"] if j["score"] is not None]

@@ -6,6 +6,7 @@ and parses what it needs back out of it, so the real prompt and reply paths run.
 
 - ``extractive-bm25``, a contestant: ranks the document's sentences against the question
   with BM25 and answers with the best three, in document order.
+- ``lead-3``, a contestant: the document's first three sentences (a floor to compare with).
 - ``rubric-overlap``, a judge: awards a rubric item's points when the response contains
   the item's numbers and most of its content words; replies in the judge's JSON shape.
 """
@@ -81,13 +82,16 @@ def _section(prompt: str, start: str, end: str | None) -> str:
 
 
 class ExtractiveContestant:
+    """``extractive-bm25``: the best three sentences; ``lead-3``: the first three (a floor)."""
+
     def __init__(self, model: str, concurrency: int) -> None:
         self.model, self.concurrency = model, concurrency
 
     async def complete(self, request: ChatRequest) -> Completion:
         question = _section(request.prompt, "Question: ", "\n\nDocument:\n")
         document = _section(request.prompt, "\n\nDocument:\n", None)
-        text = " ".join(bm25_top(question, document))
+        chosen = split_sentences(document)[:3] if self.model == "lead-3" else bm25_top(question, document)
+        text = " ".join(chosen)
         return Completion(text=text, status=status_of(text), finish_reason="stop",
                           model_route=f"offline/{self.model}")
 
@@ -132,11 +136,11 @@ class RubricOverlapJudge:
 # Three judges that differ in how much of an item's wording they demand, so that an offline
 # panel shows disagreement the way a real one does.
 JUDGE_SHARES = {"rubric-overlap": 0.6, "rubric-overlap-strict": 0.8, "rubric-overlap-lenient": 0.4}
-OFFLINE_MODELS = ("extractive-bm25", *JUDGE_SHARES)
+OFFLINE_MODELS = ("extractive-bm25", "lead-3", *JUDGE_SHARES)
 
 
 def offline_provider(model: str, concurrency: int) -> ExtractiveContestant | RubricOverlapJudge:
-    if model == "extractive-bm25":
+    if model in ("extractive-bm25", "lead-3"):
         return ExtractiveContestant(model, concurrency)
     if model in JUDGE_SHARES:
         return RubricOverlapJudge(model, concurrency, JUDGE_SHARES[model])

@@ -1,0 +1,207 @@
+"""Comparing finished runs of one benchmark: a leaderboard with bootstrap intervals and
+paired differences between models.
+
+Runs are compared only when the fingerprint parts that make scores comparable agree (the
+benchmark's ``COMPARABLE_PARTS``: prompts, the caps table, the judge panel, the
+aggregation and retry policies, the task set); otherwise the comparison is refused,
+naming the part. Each model keeps its own cap and decoding settings.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from IPython.display import Image  # noqa: E402
+
+from evalnb import stats  # noqa: E402
+from evalnb.benchmarks import Benchmark, benchmark_for  # noqa: E402
+from evalnb.errors import ConfigError, FingerprintMismatch  # noqa: E402
+from evalnb.fingerprint import _short  # noqa: E402
+from evalnb.records import read_json_if_exists, write_json  # noqa: E402
+from evalnb.report import figure_image  # noqa: E402
+
+OFFLINE_MARK = " [offline]"
+
+
+@dataclass
+class RunRecord:
+    dir: Path
+    scores: dict[str, Any]
+    fingerprint: dict[str, Any]
+    manifest: dict[str, Any]
+    label: str = ""
+
+    @property
+    def offline(self) -> bool:
+        return bool(self.scores.get("offline"))
+
+    @property
+    def model(self) -> str:
+        model = self.scores["config"]["model"]
+        return self.scores["run_name"] if model["provider"] == "none" else model["name"]
+
+
+@dataclass
+class Comparison:
+    runs: list[RunRecord]
+    benchmark: Benchmark
+    out: Path
+    n_boot: int = stats.N_BOOT
+    seed: int = 0
+    threshold: float = 0.2          # judges "disagree" when their scores differ by more
+    top: int = 10                   # how many largest disagreements / most-missed items to list
+    tables: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.runs[0].scores["benchmark"]
+
+
+def load_run(path: Path) -> RunRecord:
+    scores = read_json_if_exists(path / "scores.json")
+    if scores is None:
+        raise ConfigError(f"{path}: no scores.json; run the aggregate stage first")
+    if not scores["complete"]:
+        raise ConfigError(f"{path}: the run is incomplete (resumable work remains); finish it first")
+    return RunRecord(path, scores, read_json_if_exists(path / "fingerprint.json") or {},
+                     read_json_if_exists(path / "manifest.json") or {})
+
+
+def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
+    """Refuse, naming the run and the part, when any comparable part differs from the first run."""
+    first = runs[0]
+    for other in runs[1:]:
+        differ = [p for p in parts if first.fingerprint["parts"].get(p, {}).get("sha256")
+                  != other.fingerprint["parts"].get(p, {}).get("sha256")]
+        if differ:
+            detail = "; ".join(f"{p}: {_short(first.fingerprint['parts'].get(p, {}).get('value'))} vs "
+                               f"{_short(other.fingerprint['parts'].get(p, {}).get('value'))}" for p in differ)
+            raise FingerprintMismatch(f"refusing to compare {first.dir} with {other.dir}: {', '.join(differ)} "
+                                      f"differ ({detail}). The protocol forbids mixing such scores.")
+
+
+def open_compare(runs: Sequence[str | Path], out: str | Path | None = None, *, n_boot: int = stats.N_BOOT,
+                 seed: int = 0, threshold: float = 0.2, top: int = 10) -> Comparison:
+    if len(runs) < 2:
+        raise ConfigError("compare: give at least two run directories")
+    records = [load_run(Path(r).resolve()) for r in runs]
+    names = {r.scores["benchmark"] for r in records}
+    if len(names) > 1:
+        raise ConfigError(f"compare: runs of different benchmarks ({', '.join(sorted(names))})")
+    bench = benchmark_for(names.pop())
+    check_comparable(records, bench.COMPARABLE_PARTS)
+    models = [r.model for r in records]
+    for r in records:   # a model compared with itself (two runs) is told apart by run name
+        r.label = (r.model if models.count(r.model) == 1 else f"{r.model} ({r.scores['run_name']})") + \
+            (OFFLINE_MARK if r.offline else "")
+    return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top)
+
+
+# --- leaderboard ----------------------------------------------------------------------------------
+
+def _scores(cmp: Comparison, run: RunRecord, attempted_only: bool = False) -> dict[str, float]:
+    return {k: s for k, (s, attempted) in cmp.benchmark.items(run.scores).items()
+            if s is not None and (attempted or not attempted_only)}
+
+
+def _ci_columns(cmp: Comparison, name: str, values: Sequence[float]) -> dict[str, Any]:
+    ci = stats.bootstrap_ci(values, n_boot=cmp.n_boot, seed=cmp.seed)
+    return {name: ci.mean, f"{name}_ci_low": ci.low, f"{name}_ci_high": ci.high}
+
+
+def leaderboard(cmp: Comparison) -> pd.DataFrame:
+    """Models sorted by the headline number, with seeded percentile bootstrap intervals."""
+    rows = []
+    for run in cmp.runs:
+        s = run.scores
+        row: dict[str, Any] = {"model": run.label, "run": s["run_name"], "offline": run.offline}
+        if cmp.name == "wildtrace":
+            scored = [t["score"] for t in s["tasks"] if t["status"] == "ok" and t["score"] is not None]
+            row |= {"n": s["n_tasks"], **_ci_columns(cmp, "all_tasks", list(_scores(cmp, run).values())),
+                    **_ci_columns(cmp, "scored", scored), "scored_n": len(scored),
+                    "coverage": len(scored) / s["n_tasks"]}
+        else:
+            values = list(_scores(cmp, run).values())
+            row |= {"n": len(values), **_ci_columns(cmp, "overall", values)}
+            if cmp.name == "geoktools":
+                row |= {f"K={k}": v["mean"] for k, v in s["by_k"].items()} | {"macro_over_k": s["macro_over_k"]}
+        rows.append(row)
+    headline = "all_tasks" if cmp.name == "wildtrace" else "overall"
+    table = pd.DataFrame(rows).sort_values(headline, ascending=False).set_index("model")
+    cmp.tables["leaderboard"] = table
+    return table
+
+
+def paired_differences(cmp: Comparison) -> pd.DataFrame:
+    """Each pair of models on the items both attempted; paired bootstrap over items."""
+    order = list(ranked(cmp).index)
+    runs = sorted(cmp.runs, key=lambda r: order.index(r.label))
+    rows = []
+    for a, b in itertools.combinations(runs, 2):
+        sa, sb = _scores(cmp, a, attempted_only=True), _scores(cmp, b, attempted_only=True)
+        common = sorted(set(sa) & set(sb))
+        ci = stats.paired_bootstrap_ci([sa[i] for i in common], [sb[i] for i in common],
+                                       n_boot=cmp.n_boot, seed=cmp.seed)
+        excludes = ci.low is not None and (ci.low > 0 or ci.high < 0)   # type: ignore[operator]
+        rows.append({"model_a": a.label, "model_b": b.label, "n_common": len(common), "mean_diff": ci.mean,
+                     "ci_low": ci.low, "ci_high": ci.high,
+                     "note": ("interval excludes 0: " + (f"{a.label} ahead" if (ci.mean or 0) > 0 else f"{b.label} ahead"))
+                     if excludes else "interval includes 0"})
+    table = pd.DataFrame(rows)
+    cmp.tables["paired_differences"] = table
+    return table
+
+
+def repeats_table(cmp: Comparison) -> pd.DataFrame:
+    """Mean and s.d. across repeats, for runs that have them."""
+    rows = [{"model": r.label, "number": name, **summary}
+            for r in cmp.runs for name, summary in (r.scores.get("repeat_summary") or {}).items()
+            if name != "per_repeat" and name != "by_k"]
+    table = pd.DataFrame(rows, columns=["model", "number", "mean", "sd", "n"])
+    cmp.tables["repeats"] = table
+    return table
+
+
+def ranked(cmp: Comparison) -> pd.DataFrame:
+    """The leaderboard, computed once."""
+    return cmp.tables["leaderboard"] if "leaderboard" in cmp.tables else leaderboard(cmp)
+
+
+def leaderboard_figure(cmp: Comparison) -> Image:
+    table = ranked(cmp)
+    columns = ["all_tasks", "scored"] if cmp.name == "wildtrace" else ["overall"]
+    fig, axes = plt.subplots(1, len(columns), figsize=(4.5 * len(columns), 0.6 * len(table) + 1.6), squeeze=False)
+    for ax, column in zip(axes[0], columns):
+        values = table[column]
+        errors = [values - table[f"{column}_ci_low"], table[f"{column}_ci_high"] - values]
+        ax.barh(list(table.index)[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
+                color=["#bbbbbb" if off else "#4c72b0" for off in list(table["offline"])[::-1]])
+        ax.set_xlim(0, 1)
+        ax.set_xlabel({"all_tasks": "All (coverage-sensitive)", "scored": "Scored (valid responses)"}.get(column, column))
+    fig.suptitle(f"{cmp.name} leaderboard, 95% bootstrap CI (n_boot={cmp.n_boot}, seed={cmp.seed})"
+                 + ("\ngrey: offline approximations, not comparable with the paper" if table["offline"].any() else ""))
+    fig.tight_layout()
+    return figure_image(cmp.out / "figures", fig, "leaderboard")
+
+
+def save_compare(cmp: Comparison) -> Path:
+    """Every table computed so far, with what was compared, as compare.json and CSV files."""
+    cmp.out.mkdir(parents=True, exist_ok=True)
+    for name, table in cmp.tables.items():
+        table.to_csv(cmp.out / f"{name}.csv")
+    write_json(cmp.out / "compare.json", {
+        "benchmark": cmp.name, "runs": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256"),
+                                         "offline": r.offline} for r in cmp.runs],
+        "comparable_parts": list(cmp.benchmark.COMPARABLE_PARTS), "n_boot": cmp.n_boot, "seed": cmp.seed,
+        "tables": {name: json.loads(table.reset_index().to_json(orient="records")) for name, table in cmp.tables.items()}})
+    return cmp.out / "compare.json"
