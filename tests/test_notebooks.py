@@ -72,6 +72,12 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
     assert len(streams) <= 2
     assert (run / "01_generate.ipynb").stat().st_size < 60_000
 
+    compare = tmp_path / "demo-compare-wildtrace"
+    assert (compare / "paper" / "05_compare.html").exists() and (run / "paper" / "04_report.html").exists()
+    executed = nbformat.read(compare / "05_compare.ipynb", as_version=4)
+    assert sum("image/png" in o.get("data", {}) for c in executed.cells if c.cell_type == "code"
+               for o in c.outputs) == 2
+
     for name, figure in (("demo-geoktools", "accuracy_by_k"), ("demo-geoexpertqueries", "ratings_and_agreement")):
         other = tmp_path / name
         scores = json.loads((other / "scores.json").read_text())

@@ -1,0 +1,202 @@
+"""The compare stage: refusal to mix, leaderboard and paired bootstrap against independent
+computations, judge agreement and rubric analysis on hand-made panels, rendering for papers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+import evalnb
+from evalnb.agreement import judge_agreement, rubric_items
+from evalnb.cli import main
+from evalnb.compare import leaderboard, open_compare, paired_differences
+from evalnb.errors import ConfigError, FingerprintMismatch
+from tests.conftest import SAMPLE, offline_params, sample_tasks
+
+PARTS = ("prompts", "caps_table", "judge_panel", "aggregation", "retry", "tasks")
+
+
+def constructed_run(root: Path, name: str, scores: dict[str, float], judges: dict[str, list[float]] | None = None,
+                    statuses: dict[str, str] | None = None, replies: dict[str, list[str]] | None = None,
+                    panel: str = "p") -> Path:
+    """A finished WildTrace run written by hand: task scores, optional per-judge scores."""
+    run = root / name
+    run.mkdir(parents=True)
+    tasks = []
+    for i, (task_id, score) in enumerate(scores.items()):
+        status = (statuses or {}).get(task_id, "ok")
+        per_judge = (judges or {}).get(task_id, [score] * 3)
+        texts = (replies or {}).get(task_id, ["{}"] * len(per_judge))
+        tasks.append({"task_id": task_id, "status": status, "score": score,
+                      "judges": [{"judge": f"judge{j + 1}", "model": f"m{j + 1}", "score": s, "total": s * 100,
+                                  "reply": texts[j]} for j, s in enumerate(per_judge)] if status == "ok" else []})
+    scored = [t["score"] for t in tasks if t["status"] == "ok"]
+    (run / "scores.json").write_text(json.dumps({
+        "benchmark": "wildtrace", "run_name": name, "offline": False, "complete": True, "n_tasks": len(tasks),
+        "scored_n": len(scored), "overall": sum(scores.values()) / len(tasks), "tasks": tasks,
+        "config": {"model": {"provider": "openai", "name": name}, "data": str(SAMPLE / "tasks.json")}}))
+    (run / "fingerprint.json").write_text(json.dumps({"sha256": name, "parts": {
+        p: {"sha256": panel if p == "judge_panel" else p, "value": p} for p in PARTS}}))
+    return run
+
+
+def test_refuses_runs_whose_judge_panels_differ(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = constructed_run(tmp_path, "a", {"t1": 1.0})
+    b = constructed_run(tmp_path, "b", {"t1": 0.5}, panel="other")
+    with pytest.raises(FingerprintMismatch, match=r"refusing to compare .*: judge_panel differ"):
+        open_compare([a, b])
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 1
+    assert "judge_panel" in capsys.readouterr().err and not (tmp_path / "cmp").exists()
+
+
+def test_refuses_real_runs_with_a_different_prompt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = offline_params(tmp_path / "a")
+    run = evalnb.open_run(first)
+    for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
+        stage(run)
+    from evalnb import prompts
+    monkeypatch.setattr(prompts, "WILDTRACE_ANSWER_PROMPT", prompts.WILDTRACE_ANSWER_PROMPT.replace("ONLY", "only"))
+    second = evalnb.open_run(offline_params(tmp_path / "b") | {"model": first["model"] | {"name": "lead-3"}})
+    for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
+        stage(second)
+    with pytest.raises(FingerprintMismatch, match=r": prompts differ"):
+        open_compare([run.dir, second.dir])
+
+
+def test_refuses_incomplete_or_mixed_benchmarks(tmp_path: Path) -> None:
+    a = constructed_run(tmp_path, "a", {"t1": 1.0})
+    b = constructed_run(tmp_path, "b", {"t1": 1.0})
+    data = json.loads((b / "scores.json").read_text())
+    (b / "scores.json").write_text(json.dumps(data | {"complete": False}))
+    with pytest.raises(ConfigError, match="incomplete"):
+        open_compare([a, b])
+    (b / "scores.json").write_text(json.dumps(data | {"benchmark": "geoktools"}))
+    with pytest.raises(ConfigError, match="different benchmarks"):
+        open_compare([a, b])
+
+
+def independent_ci(values: list[float], n_boot: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """The documented procedure rebuilt with numpy directly."""
+    data = np.asarray(values)
+    means = data[np.random.default_rng(seed).integers(0, len(data), size=(n_boot, len(data)))].mean(axis=1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def test_leaderboard_order_and_intervals(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    ids = [f"t{i}" for i in range(40)]
+    runs = {}
+    for name, level in (("weak", 0.3), ("strong", 0.7), ("middle", 0.5)):
+        values = np.clip(rng.normal(level, 0.2, size=40), 0, 1)
+        statuses = {ids[0]: "out_of_context", ids[1]: "refused"}
+        scores = {t: (0.0 if t in statuses else float(v)) for t, v in zip(ids, values)}
+        runs[name] = (constructed_run(tmp_path, name, scores, statuses=statuses), scores)
+    cmp = open_compare([r for r, _ in runs.values()], tmp_path / "cmp")
+    table = leaderboard(cmp)
+    assert list(table.index) == ["strong", "middle", "weak"]
+    for name, (_, scores) in runs.items():
+        all_scores = list(scores.values())
+        scored = [s for t, s in scores.items() if t not in (ids[0], ids[1])]
+        row = table.loc[name]
+        assert row["all_tasks"] == pytest.approx(np.mean(all_scores))
+        assert (row["all_tasks_ci_low"], row["all_tasks_ci_high"]) == pytest.approx(independent_ci(all_scores))
+        assert (row["scored_ci_low"], row["scored_ci_high"]) == pytest.approx(independent_ci(scored))
+        assert row["scored_n"] == 38 and row["coverage"] == pytest.approx(38 / 40)
+
+
+def test_paired_bootstrap_against_scipy(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    ids = [f"t{i}" for i in range(60)]
+    base = rng.uniform(0, 1, size=60)
+    a = {t: float(v) for t, v in zip(ids, np.clip(base + 0.1, 0, 1))}
+    b = {t: float(v) for t, v in zip(ids, base)}
+    b[ids[0]] = 0.0
+    run_a = constructed_run(tmp_path, "a", a)
+    run_b = constructed_run(tmp_path, "b", b, statuses={ids[0]: "out_of_context"})   # not attempted by b
+    row = paired_differences(open_compare([run_a, run_b], tmp_path / "cmp")).iloc[0]
+    common = ids[1:]
+    diffs = np.array([a[t] - b[t] for t in common])
+    theirs = scipy_stats.bootstrap((np.array([a[t] for t in common]), np.array([b[t] for t in common])),
+                                   lambda x, y, axis=-1: np.mean(x - y, axis=axis), paired=True,
+                                   n_resamples=10_000, method="percentile", random_state=np.random.default_rng(1))
+    assert row["n_common"] == 59 and row["mean_diff"] == pytest.approx(diffs.mean())
+    assert row["ci_low"] == pytest.approx(theirs.confidence_interval.low, abs=0.005)
+    assert row["ci_high"] == pytest.approx(theirs.confidence_interval.high, abs=0.005)
+    assert row["note"].startswith("interval excludes 0: a ahead")
+
+
+def test_agreement_statistics_on_a_hand_made_panel(tmp_path: Path) -> None:
+    judges = {"t1": [1.0, 0.8, 1.0], "t2": [0.5, 0.5, 0.0], "t3": [0.0, 0.1, 0.2], "t4": [0.6, 0.2, 0.6]}
+    run = constructed_run(tmp_path, "a", {t: float(np.mean(v)) for t, v in judges.items()}, judges=judges)
+    other = constructed_run(tmp_path, "b", {t: 0.5 for t in judges})
+    cmp = open_compare([run, other], tmp_path / "cmp", threshold=0.2)
+    table = judge_agreement(cmp)
+    rows = {(r.judge_a.split()[0], r.judge_b.split()[0]): r for r in table[table.model == "a"].itertuples()}
+    j1, j2, j3 = ([v[i] for v in judges.values()] for i in range(3))
+    # judge1 vs judge2: |diffs| = 0.2, 0, 0.1, 0.4 -> mean 0.175; over 0.2: only 0.4 (0.2 is not over)
+    assert rows[("judge1", "judge2")].mean_abs_diff == pytest.approx(0.175)
+    assert rows[("judge1", "judge2")].share_over_threshold == pytest.approx(1 / 4)
+    assert rows[("judge1", "judge2")].pearson_r == pytest.approx(np.corrcoef(j1, j2)[0, 1])
+    # judge1 vs judge3: |diffs| = 0, 0.5, 0.2, 0 -> mean 0.175; over 0.2: one
+    assert rows[("judge1", "judge3")].mean_abs_diff == pytest.approx(0.175)
+    assert rows[("judge2", "judge3")].pearson_r == pytest.approx(np.corrcoef(j2, j3)[0, 1])
+    top = evalnb.disagreements(cmp).reset_index()
+    assert list(top["item"][:2]) == ["t2", "t4"]             # spreads 0.5, 0.4, then 0.2, 0.2
+    assert list(top["spread"][:2]) == pytest.approx([0.5, 0.4])
+    assert top["record"].iloc[0] == f"{run / 'scores.json'}#t2"
+
+
+def test_rubric_items_award_rates_by_hand(tmp_path: Path) -> None:
+    task = sample_tasks()[0]                                  # wt-sample-01: rubric items
+    points = [i["points"] for i in task["ground_truth"]["scoring_rubric"]]
+    full = json.dumps({"points_awarded": points, "total": sum(points)})
+    first_only = json.dumps({"points_awarded": [points[0]] + [0] * (len(points) - 1), "total": points[0]})
+    half_first = json.dumps({"points_awarded": [points[0] / 2] + [0] * (len(points) - 1), "total": points[0] / 2})
+    run = constructed_run(tmp_path, "a", {"wt-sample-01": 0.5}, replies={"wt-sample-01": [full, first_only, "no json"]})
+    other = constructed_run(tmp_path, "b", {"wt-sample-01": 0.5}, replies={"wt-sample-01": [half_first] * 3})
+    table = rubric_items(open_compare([run, other], tmp_path / "cmp")).reset_index()
+    first = table[table["item"] == "P1"].iloc[0]
+    # a: judges 1 and 2 itemise (1.0, 1.0), judge 3 does not -> 1.0; b: 0.5 each -> 0.5
+    assert (first["a"], first["b"], first["award_rate"]) == pytest.approx((1.0, 0.5, 0.75))
+    second = table[table["item"] == "P2"].iloc[0]
+    assert (second["a"], second["b"], second["award_rate"]) == pytest.approx((0.5, 0.0, 0.25))
+    assert table["award_rate"].is_monotonic_increasing
+
+
+def test_compare_notebook_figures_and_paper_html_without_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    key = "sk-planted-" + os.urandom(12).hex()
+    monkeypatch.setenv("EVALNB_UNUSED_KEY", key)
+    dirs = []
+    for contestant in ("extractive-bm25", "lead-3"):
+        params = offline_params(tmp_path / contestant)
+        params["model"]["name"] = contestant
+        params["model"]["api_key_env"] = "EVALNB_UNUSED_KEY"   # named, never a value
+        (tmp_path / f"{contestant}.json").write_text(json.dumps(params))
+        assert main(["run", str(tmp_path / f"{contestant}.json")]) == 0
+        dirs.append(params["output_dir"])
+    out = tmp_path / "cmp"
+    assert main(["compare", *dirs, "--out", str(out)]) == 0
+    import nbformat
+    executed = nbformat.read(out / "05_compare.ipynb", as_version=4)
+    images = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 2                                  # leaderboard and points distribution
+    assert (out / "figures" / "leaderboard.pdf").exists() and (out / "leaderboard.csv").exists()
+    assert main(["render", str(out), "--no-input"]) == 0
+    assert main(["render", dirs[0]]) == 0
+    for page in [*(out / "paper").glob("*.html"), *(Path(dirs[0]) / "paper").glob("*.html")]:
+        html = page.read_text()
+        assert key not in html and "injected-parameters" not in html
+        assert "Provenance" in html and "OFFLINE APPROXIMATION" in html
+        if page.name in ("04_report.html", "05_compare.html"):
+            assert "data:image/png;base64" in html               # figures embedded
+        assert 'src="http' not in html and "cdnjs" not in html
+    compare_page = (out / "paper" / "05_compare.html").read_text()
+    assert "open_compare" not in compare_page                 # --no-input hides the code
+    assert "open_run" in (Path(dirs[0]) / "paper" / "01_generate.html").read_text()
