@@ -202,6 +202,8 @@ class Probe:
             if self.first_make_provider_s is None and self.transport == "aiohttp":
                 self._use_aiohttp()
             provider = original(endpoint)   # the first call imports the openai SDK
+            if provider is None:            # an endpoint that needs no client
+                return provider
             if self.first_make_provider_s is None:
                 self.first_make_provider_s = time.perf_counter() - t
                 self.first_make_provider_cpu_s = time.process_time() - c

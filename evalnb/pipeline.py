@@ -114,7 +114,8 @@ async def _run_stage(calls: Sequence[Call], endpoints: Mapping[str, EndpointConf
             provider = make_provider(endpoint)
             if provider is not None:
                 pool[role] = provider
-        return await run_calls(calls, pool, store, run.config.retry, is_done=done, desc=desc)
+        return await run_calls(calls, pool, store, run.config.retry, is_done=done, desc=desc,
+                               concurrency=run.config.concurrency)
     finally:
         for provider in pool.values():
             await provider.aclose()

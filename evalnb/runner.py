@@ -1,9 +1,11 @@
-"""Running many calls: per-provider concurrency, one retry policy, a resumable store.
+"""Running many calls: a run-wide concurrency cap, per-provider limits, one retry policy,
+a resumable store.
 
-Each provider gets ``concurrency`` workers that pull calls from its own queue, so a slow
-judge never starves the others and at most ``concurrency`` requests (and documents) per
-provider are in memory at once. Every finished call is appended to the stage's store
-before the next one starts, which is what makes a killed run resumable.
+Each provider gets as many workers as its own ``concurrency`` allows, pulling calls from its
+own queue, so a slow judge never starves the others; all workers share one run-wide cap,
+so that at most the run's ``concurrency`` requests (and documents) are in flight at once,
+whatever the number of judges. Every finished call is appended to the stage's store as
+soon as it returns, which is what makes a killed run resumable.
 """
 
 from __future__ import annotations
@@ -83,9 +85,13 @@ async def _run_one(call: Call, provider: Provider | None, policy: RetryPolicy,
 
 
 async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: JsonlStore,
-                    policy: RetryPolicy, *, is_done: Callable[[Record], bool],
-                    desc: str) -> collections.Counter[str]:
-    """Run every call whose latest stored record is not done; return the new statuses."""
+                    policy: RetryPolicy, *, is_done: Callable[[Record], bool], desc: str,
+                    concurrency: int) -> collections.Counter[str]:
+    """Run every call whose latest stored record is not done; return the new statuses.
+
+    At most ``concurrency`` calls are in flight at once across all providers, and at most
+    each provider's own ``concurrency`` for that provider.
+    """
     done = store.load()
     queues: dict[str, collections.deque[Call]] = collections.defaultdict(collections.deque)
     for call in calls:
@@ -95,11 +101,15 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
     statuses: collections.Counter[str] = collections.Counter()
     rng = random.Random()
     bar = tqdm(total=pending, desc=desc, file=sys.stderr, mininterval=1.0, disable=pending == 0)
+    in_flight = asyncio.Semaphore(concurrency)
 
     async def worker(endpoint: str) -> None:
         queue, provider = queues[endpoint], pool.get(endpoint)
-        while queue:
-            record = await _run_one(queue.popleft(), provider, policy, rng)
+        while True:
+            async with in_flight:
+                if not queue:   # emptied by another worker while this one waited
+                    return
+                record = await _run_one(queue.popleft(), provider, policy, rng)
             store.append(record)
             statuses[record["status"]] += 1
             bar.update()

@@ -184,3 +184,26 @@ def test_store_later_record_wins(tmp_path: Path) -> None:
     store.append({"key": "a", "status": "ok"})
     store.close()
     assert store.load()["a"]["status"] == "ok"
+
+
+def max_overlap(spans: list[tuple[float, float]]) -> int:
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    live = peak = 0
+    for _, step in events:
+        live += step
+        peak = max(peak, live)
+    return peak
+
+
+def test_concurrency_is_run_wide_and_per_endpoint(tmp_path: Path) -> None:
+    # Three judges share the run's cap of 4; judge-1 is limited to 1 of its own.
+    with FakeLLMServer(latency=0.15) as server:
+        server.responder = deterministic_responder
+        params = openai_params(tmp_path, server.url, concurrency=4)
+        params["judges"][0]["concurrency"] = 1
+        all_stages(params)
+        # Each request holds the server for `latency` (minus a little for clock granularity).
+        spans = [(r.time, r.time + 0.14) for r in server.requests if r.model.startswith("judge")]
+        assert max_overlap(spans) == 4
+        judge1 = [(r.time, r.time + 0.14) for r in server.requests if r.model == "judge-1"]
+        assert max_overlap(judge1) == 1

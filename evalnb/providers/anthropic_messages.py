@@ -15,7 +15,8 @@ class AnthropicProvider:
                  concurrency: int, timeout: float, role: str = "model") -> None:
         self.model, self.concurrency, self.timeout = model, concurrency, timeout
         self._client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key(api_key_env, role),
-                                                max_retries=0, timeout=timeout)
+                                                max_retries=0, timeout=timeout,
+                                                http_client=anthropic.DefaultAioHttpClient(timeout=timeout))
 
     def request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

@@ -32,9 +32,11 @@ class OpenAIProvider:
                  concurrency: int, timeout: float, token_param: str = "max_tokens",
                  role: str = "model") -> None:
         self.model, self.concurrency, self.token_param = model, concurrency, token_param
-        # SDK retries off: the runner's policy owns every attempt (reading 6).
+        # SDK retries off: the runner's policy owns every attempt (reading 6). The aiohttp
+        # transport costs about a fifth less CPU per call than the default one (bench/).
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key(api_key_env, role),
-                                          max_retries=0, timeout=timeout)
+                                          max_retries=0, timeout=timeout,
+                                          http_client=openai.DefaultAioHttpClient(timeout=timeout))
 
     def request_body(self, request: ChatRequest) -> dict[str, Any]:
         messages: list[dict[str, str]] = []
