@@ -101,9 +101,11 @@ def open_compare(runs: Sequence[str | Path], out: str | Path | None = None, *, n
     bench = benchmark_for(names.pop())
     check_comparable(records, bench.COMPARABLE_PARTS)
     models = [r.model for r in records]
-    for r in records:   # a model compared with itself (two runs) is told apart by run name
-        r.label = (r.model if models.count(r.model) == 1 else f"{r.model} ({r.scores['run_name']})") + \
-            (OFFLINE_MARK if r.offline else "")
+    labels: list[str] = []
+    for i, r in enumerate(records):   # a model run twice is told apart by its run directory
+        label = r.model if models.count(r.model) == 1 else f"{r.model} ({r.dir.name})"
+        labels.append(label if label not in labels else f"{label} #{i + 1}")
+        r.label = labels[-1] + (OFFLINE_MARK if r.offline else "")
     return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top)
 
 
@@ -117,6 +119,16 @@ def _scores(cmp: Comparison, run: RunRecord, attempted_only: bool = False) -> di
 def _ci_columns(cmp: Comparison, name: str, values: Sequence[float]) -> dict[str, Any]:
     ci = stats.bootstrap_ci(values, n_boot=cmp.n_boot, seed=cmp.seed)
     return {name: ci.mean, f"{name}_ci_low": ci.low, f"{name}_ci_high": ci.high}
+
+
+def _by_k_columns(cmp: Comparison, run: RunRecord) -> dict[str, Any]:
+    """GeoKTools: each K's mean and interval, resampling within that K."""
+    k_of = {row["case_id"]: row["K"] for row in run.scores["tasks"]}
+    scores = _scores(cmp, run)
+    columns: dict[str, Any] = {}
+    for k in sorted(set(k_of.values())):
+        columns |= _ci_columns(cmp, f"K={k}", [s for case, s in scores.items() if k_of[case] == k])
+    return columns
 
 
 def leaderboard(cmp: Comparison) -> pd.DataFrame:
@@ -134,7 +146,7 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
             values = list(_scores(cmp, run).values())
             row |= {"n": len(values), **_ci_columns(cmp, "overall", values)}
             if cmp.name == "geoktools":
-                row |= {f"K={k}": v["mean"] for k, v in s["by_k"].items()} | {"macro_over_k": s["macro_over_k"]}
+                row |= _by_k_columns(cmp, run) | {"macro_over_k": s["macro_over_k"]}
         rows.append(row)
     headline = "all_tasks" if cmp.name == "wildtrace" else "overall"
     table = pd.DataFrame(rows).sort_values(headline, ascending=False).set_index("model")

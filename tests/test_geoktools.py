@@ -176,3 +176,33 @@ def test_duplicate_predictions_are_reported_first_kept(tmp_path: Path) -> None:
         f.write(json.dumps({"id": "a", "response": "[99]"}) + "\n")
     scores = run_all(p)
     assert scores["predictions_report"]["duplicate_ids"] == ["a"] and scores["overall"] == 1.0
+
+
+def test_without_predictions_the_model_answers_each_query(server: FakeLLMServer, tmp_path: Path) -> None:
+    cases = {c["id"]: c for c in json.loads((DATA / "cases.json").read_text())}
+    server.responder = lambda r: Text(next(c["golden_answer_raw"] for c in cases.values() if c["query"] == r.prompt))
+    p = params(tmp_path, predictions=None, model={"provider": "openai", "name": "agent", "base_url": f"{server.url}/v1"})
+    scores = run_all(p)
+    assert server.count() == 20 and scores["overall"] == 1.0 and scores["methods"] == {"exact": 20}
+    for request in server.requests:
+        assert request.body["messages"] == [{"role": "user", "content": request.prompt}]
+        assert request.prompt in {c["query"] for c in cases.values()}
+        assert "temperature" not in request.body and request.body["max_tokens"] == 8192
+    assert "predictions_report" not in scores
+
+
+def test_compare_leaderboard_by_k_with_intervals(tmp_path: Path) -> None:
+    from evalnb.compare import leaderboard, open_compare
+    first = params(tmp_path / "a")
+    run_all(first)
+    (tmp_path / "b").mkdir()
+    second = write_cases(tmp_path / "b", [(c["id"], c["K"], c["golden_answer_raw"], c["golden_answer_raw"])
+                                         for c in json.loads((DATA / "cases.json").read_text())])
+    second["data"] = first["data"]
+    run_all(second)
+    table = leaderboard(open_compare([first["output_dir"], second["output_dir"]], tmp_path / "cmp"))
+    assert list(table.index) == ["gk (run) #2 [offline]", "gk (run) [offline]"]   # same name, told apart
+    assert table["overall"].iloc[0] == 1.0
+    worse = table.iloc[1]
+    assert worse["K=2"] == pytest.approx(0.574574, abs=1e-6)
+    assert worse["K=2_ci_low"] < worse["K=2"] < worse["K=2_ci_high"]

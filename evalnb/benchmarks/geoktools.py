@@ -356,7 +356,8 @@ def score(config: RunConfig, tasks: Sequence[GeoCase], responses: Mapping[str, R
     body["methods"] = dict(Counter(r["method"] for r in rows if r["method"]))
     body["status_counts"] = dict(Counter(r["status"] for r in rows))
     body["resumable"] = {"judge_calls": pending}
-    body["judge_config"] = judge_config(config)
+    body["judge_config"] = judge_config(config) | {
+        "routes_returned": sorted({v["model_route"] for v in judgements.values() if v.get("model_route")})}
     if config.options["scorer"] == "deterministic":
         body["offline"] = True
         body["label"] = DETERMINISTIC_LABEL
