@@ -217,17 +217,18 @@ def mark(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
 
-def report(runs: list[dict[str, Any]], bare: list[dict[str, Any]], latency: float) -> list[str]:
+def report(runs: list[dict[str, Any]], bare: list[dict[str, Any]], args: Any) -> list[str]:
     """Print the table; return the target verdicts."""
-    print(f"\nideal = (T/C + {JUDGES}*T/C) * latency  (generation first, then {JUDGES} judges; "
-          f"at most C calls in flight run-wide); T=481 -> (481/C + 1443/C) * {latency}")
-    head = (f"{'config':<16}{'calls':>6}{'wall s':>8}{'ideal s':>8}{'ratio':>7}{'CPU ms/call':>12}"
+    T = args.tasks
+    print(f"\nideal = (T/C + {JUDGES}T/C) * latency: generation first, then {JUDGES} judges, at most C "
+          f"calls in flight run-wide; T={T}: ({T}/C + {JUDGES * T}/C) * {args.latency}")
+    head = (f"{'config':<20}{'calls':>6}{'wall s':>8}{'ideal s':>8}{'ratio':>7}{'CPU ms/call':>12}"
             f"{'TTFR s':>8}{'peak RSS MB':>12}{'rerun s':>8}{'new calls':>10}")
     print(head + "\n" + "-" * len(head))
     targets = []
     for r in runs:
         name = f"{'big docs ' if r['big'] else ''}C={r['concurrency']} T={r['tasks']}"
-        print(f"{name:<16}{r['calls']:>6}{r['wall_s']:>8.2f}{r['ideal_s']:>8.2f}{r['ratio']:>7.2f}"
+        print(f"{name:<20}{r['calls']:>6}{r['wall_s']:>8.2f}{r['ideal_s']:>8.2f}{r['ratio']:>7.2f}"
               f"{r['cpu_ms_per_call']:>12.2f}{r['ttfr_s']:>8.2f}{r['peak_rss_mb']:>12.0f}"
               f"{r['rerun_s']:>8.2f}{r['rerun_new_records']:>10}")
         if not r["big"] and r["concurrency"] in TARGET_RATIO:
@@ -307,7 +308,7 @@ def main() -> int:
         server.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    targets = report(runs, bare, args.latency)
+    targets = report(runs, bare, args)
     RESULTS.write_text(json.dumps({
         "date": datetime.date.today().isoformat(), "bench_seconds": round(time.perf_counter() - started),
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},

@@ -97,6 +97,8 @@ def rubric_items(cmp: Comparison) -> pd.DataFrame:
     shares: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in cmp.runs:
         for row in run.scores["tasks"]:
+            if row["task_id"] not in tasks:
+                continue   # the data file changed since the run: nothing to attribute to
             rubric = tasks[row["task_id"]].rubric
             for verdict in row["judges"]:
                 awarded = points_awarded(verdict["reply"])

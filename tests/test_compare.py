@@ -200,3 +200,13 @@ def test_compare_notebook_figures_and_paper_html_without_secrets(tmp_path: Path,
     compare_page = (out / "paper" / "05_compare.html").read_text()
     assert "open_compare" not in compare_page                 # --no-input hides the code
     assert "open_run" in (Path(dirs[0]) / "paper" / "01_generate.html").read_text()
+
+
+def test_compare_from_a_parameters_file_with_relative_runs(tmp_path: Path) -> None:
+    a = constructed_run(tmp_path / "runs", "a", {"t1": 1.0, "t2": 0.0})
+    b = constructed_run(tmp_path / "runs", "b", {"t1": 0.5, "t2": 0.5})
+    (tmp_path / "cmp.yaml").write_text("runs: [runs/a, runs/b]\nout: out\nn_boot: 500\nseed: 3\n")
+    assert main(["compare", "--params", str(tmp_path / "cmp.yaml")]) == 0
+    saved = json.loads((tmp_path / "out" / "compare.json").read_text())
+    assert [r["dir"] for r in saved["runs"]] == [str(a), str(b)]
+    assert (saved["n_boot"], saved["seed"]) == (500, 3)
