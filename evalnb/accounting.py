@@ -16,7 +16,7 @@ from typing import Any
 from evalnb.caps import cap_kind
 from evalnb.config import RunConfig
 from evalnb.records import JsonlStore
-from evalnb.runner import Record
+from evalnb.runner import Prepared
 
 CHARS_PER_TOKEN = {"en": 3.3, "cjk": 1.5}
 STAGES = ("generate", "judge")
@@ -67,10 +67,6 @@ def usage_rows(usage: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[dic
             for stage, per_model in usage.items() for model, row in per_model.items()]
 
 
-def placeholder_response(text_chars: int) -> Record:
-    return {"status": "ok", "text": "x" * text_chars}
-
-
 def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
              assumed_response_chars: int = 5000) -> list[dict[str, Any]]:
     """Calls, skips and estimated tokens and cost per stage and model, without a call.
@@ -80,48 +76,36 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
     an upper bound. Output tokens are the requests' budgets: also an upper bound.
     """
     names = endpoint_names(config)
-    stores = {stage: JsonlStore(run_dir / f"{stage}.jsonl").load() for stage in STAGES}
-    done = {"generate": bench.generation_done, "judge": bench.judge_done}
     rows: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def row(stage: str, endpoint: str) -> dict[str, Any]:
-        key = (stage, names.get(endpoint, endpoint))
-        return rows.setdefault(key, {"stage": stage, "model": key[1], "calls": 0,
-                                     "skipped_no_call": 0, "already_done": 0, "to_make": 0,
-                                     "est_input_tokens": 0.0, "max_output_tokens": 0})
+    def tally(stage: str, calls: Any, done: Any) -> dict[str, Prepared]:
+        """Count one stage's calls into ``rows``; return the prepared calls still to run."""
+        stored = JsonlStore(run_dir / f"{stage}.jsonl").load()
+        pending = {}
+        for call in calls:
+            model = names.get(call.endpoint, call.endpoint)
+            r = rows.setdefault((stage, model), {"stage": stage, "model": model, "calls": 0,
+                                                 "skipped_no_call": 0, "already_done": 0, "to_make": 0,
+                                                 "est_input_tokens": 0.0, "max_output_tokens": 0})
+            r["calls"] += 1
+            if call.key in stored and done(stored[call.key]):
+                r["already_done"] += 1
+                continue
+            pending[call.key] = prepared = call.prepare()
+            if prepared.request is None:
+                r["skipped_no_call"] += 1
+            else:
+                r["to_make"] += 1
+                r["est_input_tokens"] += estimate_tokens(prepared.request.prompt)
+                r["max_output_tokens"] += prepared.request.max_tokens
+        return pending
 
-    responses = dict(stores["generate"])
-    for call in bench.generation_calls(config, tasks):
-        r = row("generate", call.endpoint)
-        r["calls"] += 1
-        previous = stores["generate"].get(call.key)
-        if previous is not None and done["generate"](previous):
-            r["already_done"] += 1
-            continue
-        prepared = call.prepare()
-        if prepared.request is None:
-            r["skipped_no_call"] += 1
-            responses[call.key] = dict(prepared.fields)
-            continue
-        r["to_make"] += 1
-        r["est_input_tokens"] += estimate_tokens(prepared.request.prompt)
-        r["max_output_tokens"] += prepared.request.max_tokens
-        responses[call.key] = placeholder_response(assumed_response_chars)   # assume answered
-
-    for call in bench.judge_calls(config, tasks, responses):
-        r = row("judge", call.endpoint)
-        r["calls"] += 1
-        previous = stores["judge"].get(call.key)
-        if previous is not None and done["judge"](previous):
-            r["already_done"] += 1
-            continue
-        prepared = call.prepare()
-        if prepared.request is None:
-            r["skipped_no_call"] += 1
-            continue
-        r["to_make"] += 1
-        r["est_input_tokens"] += estimate_tokens(prepared.request.prompt)
-        r["max_output_tokens"] += prepared.request.max_tokens
+    responses = JsonlStore(run_dir / "generate.jsonl").load()
+    for key, prepared in tally("generate", bench.generation_calls(config, tasks), bench.generation_done).items():
+        # Decided without a call (e.g. out of context) as recorded; otherwise assume an answer.
+        responses[key] = dict(prepared.fields) if prepared.request is None else \
+            {"status": "ok", "text": "x" * assumed_response_chars}
+    tally("judge", bench.judge_calls(config, tasks, responses), bench.judge_done)
 
     for r in rows.values():
         r["est_input_tokens"] = round(r["est_input_tokens"])

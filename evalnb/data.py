@@ -94,6 +94,34 @@ def unique_ids(ids: list[tuple[str, Where]]) -> None:
         seen[task_id] = where
 
 
+def record_id(raw: Mapping[str, Any], name: str, where: Where) -> str:
+    """An id field: a non-empty string, or an integer taken as its decimal string."""
+    value = raw.get(name)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return require(raw, name, str, where)
+
+
+def json_records(path: Path, key: str, id_field: str = "id") -> list[tuple[Where, dict[str, Any], str]]:
+    """The objects of a JSON list (or of ``{key: [...]}``), each with its id and where it is.
+
+    Ids must be unique; every error names the file, the record and the field.
+    """
+    data = read_json(path)
+    items = data.get(key) if isinstance(data, dict) else data
+    if not isinstance(items, list) or not items:
+        raise Where(str(path)).error(f"expected a non-empty list (or {{\"{key}\": [...]}})", key)
+    records = []
+    for i, raw in enumerate(items):
+        where = Where(str(path), task=f"#{i}")
+        if not isinstance(raw, dict):
+            raise where.error("expected an object")
+        rid = record_id(raw, id_field, where)
+        records.append((Where(str(path), task=rid), raw, rid))
+    unique_ids([(rid, where) for where, _, rid in records])
+    return records
+
+
 @dataclass
 class Corpus:
     """The corpus directory. Documents are read when a call needs them, never all at once."""

@@ -20,19 +20,23 @@ class JudgeReplyError(ValueError):
 _decoder = json.JSONDecoder()
 
 
-def json_objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON object embedded in ``text`` (code fences and prose around them ignored)."""
-    found, i = [], text.find("{")
+def embedded_json(text: str, opener: str) -> list[Any]:
+    """Every top-level JSON value that starts with ``opener`` (``{`` or ``[``) in ``text``,
+    left to right; prose and code fences around them are ignored."""
+    found, i = [], text.find(opener)
     while i != -1:
         try:
             value, end = _decoder.raw_decode(text, i)
         except json.JSONDecodeError:
-            i = text.find("{", i + 1)
+            i = text.find(opener, i + 1)
             continue
-        if isinstance(value, dict):
-            found.append(value)
-        i = text.find("{", end)
+        found.append(value)
+        i = text.find(opener, end)
     return found
+
+
+def json_objects(text: str) -> list[dict[str, Any]]:
+    return embedded_json(text, "{")
 
 
 def as_number(value: Any) -> float | None:

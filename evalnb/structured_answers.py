@@ -19,8 +19,9 @@ from typing import Any
 
 from rouge_score import rouge_scorer
 
+from evalnb.judging import embedded_json
+
 TOLERANCE = 0.10
-_decoder = json.JSONDecoder()
 
 
 def exact_match(response: str, golden: str) -> bool:
@@ -36,19 +37,8 @@ def exact_match(response: str, golden: str) -> bool:
 
 def last_json_list(text: str) -> list[Any] | None:
     """The last top-level bracketed JSON list in ``text`` (scanning left to right)."""
-    found, i = None, text.find("[")
-    while i != -1:
-        try:
-            value, end = _decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
-            i = text.find("[", i + 1)
-            continue
-        if isinstance(value, list):
-            found = value
-            i = text.find("[", end)
-        else:
-            i = text.find("[", i + 1)
-    return found
+    lists = embedded_json(text, "[")
+    return lists[-1] if lists else None
 
 
 def as_number(value: Any) -> float | None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from evalnb import prompts, stats
 from evalnb.config import RunConfig
-from evalnb.data import Where, read_json, require, unique_ids
+from evalnb.data import json_records, require
 from evalnb.errors import ConfigError
 from evalnb.judging import JudgeReplyError, as_number, field_of
 from evalnb.providers.base import ChatRequest, Completion
@@ -61,23 +61,12 @@ class ExpertQuery:
 
 
 def read_queries(path: Path) -> list[ExpertQuery]:
-    data = read_json(path)
-    items = data.get("queries") if isinstance(data, dict) else data
-    if not isinstance(items, list) or not items:
-        raise Where(str(path)).error("expected a non-empty list of queries (or {\"queries\": [...]})")
-    queries, ids = [], []
-    for i, raw in enumerate(items):
-        where = Where(str(path), task=f"#{i}")
-        if not isinstance(raw, dict):
-            raise where.error("expected a query object")
-        query_id = str(raw["id"]) if isinstance(raw.get("id"), int) else require(raw, "id", str, where)
-        where = Where(str(path), task=query_id)
+    queries = []
+    for where, raw, query_id in json_records(path, "queries"):
         reference = raw.get("reference", raw.get("golden"))
         if reference is not None and not isinstance(reference, str):
             reference = json.dumps(reference, ensure_ascii=False)
         queries.append(ExpertQuery(query_id, require(raw, "query", str, where), reference or "(none)"))
-        ids.append((query_id, where))
-    unique_ids(ids)
     return queries
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from evalnb import prompts, stats
 from evalnb.config import RunConfig
-from evalnb.data import Where, read_json, read_jsonl, require, unique_ids
+from evalnb.data import Where, json_records, read_jsonl, record_id, require
 from evalnb.errors import ConfigError
 from evalnb.judging import JudgeReplyError, as_number, field_of
 from evalnb.providers.base import ChatRequest, Completion
@@ -61,33 +61,15 @@ class GeoCase:
 
 # --- loading -----------------------------------------------------------------------------
 
-def _case_id(raw: Mapping[str, Any], where: Where) -> str:
-    value = raw.get("id")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return require(raw, "id", str, where)
-
-
 def read_cases(path: Path) -> list[dict[str, Any]]:
-    data = read_json(path)
-    items = data.get("cases") if isinstance(data, dict) else data
-    if not isinstance(items, list) or not items:
-        raise Where(str(path)).error("expected a non-empty list of cases (or {\"cases\": [...]})")
-    cases, ids = [], []
-    for i, raw in enumerate(items):
-        where = Where(str(path), task=f"#{i}")
-        if not isinstance(raw, dict):
-            raise where.error("expected a case object")
-        case_id = _case_id(raw, where)
-        where = Where(str(path), task=case_id)
+    cases = []
+    for where, raw, case_id in json_records(path, "cases"):
         k = require(raw, "K", int, where)
         if k not in K_VALUES:
             raise where.error(f"K must be one of {K_VALUES}, got {k}", "K")
-        golden = require(raw, "golden_answer_raw", str, where)
-        cases.append({"id": case_id, "query": require(raw, "query", str, where), "golden": golden,
-                      "K": k, "snapshot_date": require(raw, "snapshot_date", str, where)})
-        ids.append((case_id, where))
-    unique_ids(ids)
+        cases.append({"id": case_id, "query": require(raw, "query", str, where),
+                      "golden": require(raw, "golden_answer_raw", str, where), "K": k,
+                      "snapshot_date": require(raw, "snapshot_date", str, where)})
     return cases
 
 
@@ -115,7 +97,7 @@ def read_predictions(path: Path, case_ids: Sequence[str]) -> Predictions:
         where = Where(str(path), line)
         if not isinstance(raw, dict):
             raise where.error("expected an object {id, response}")
-        case_id = _case_id(raw, where)
+        case_id = record_id(raw, "id", where)
         if "response" not in raw or not isinstance(raw["response"], str):
             raise Where(str(path), line, case_id).error("expected a string (may be empty)", "response")
         if case_id not in known:

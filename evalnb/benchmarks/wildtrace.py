@@ -20,7 +20,7 @@ from typing import Any
 from evalnb import prompts
 from evalnb.caps import caps_for, caps_table, route_for, unlisted_warning
 from evalnb.config import RunConfig
-from evalnb.data import Corpus, Where, read_json, read_jsonl, require, unique_ids
+from evalnb.data import Corpus, Where, json_records, read_jsonl, require, unique_ids
 from evalnb.errors import ConfigError
 from evalnb.judging import JudgeReplyError, normalise, panel_mean, parse_total
 from evalnb.providers.base import ChatRequest, Completion
@@ -103,15 +103,9 @@ def read_tasks(path: Path) -> list[WildTraceTask]:
     """Both released representations: nested ``.json`` (a list, or ``{"tasks": [...]}``)
     and Hugging Face ``.jsonl`` (one task per line, ``ground_truth`` serialised JSON)."""
     source = str(path)
-    if path.suffix == ".jsonl":
-        pairs = [(_task(obj, Where(source, line)), Where(source, line)) for line, obj in read_jsonl(path)]
-    else:
-        data = read_json(path)
-        items = data.get("tasks") if isinstance(data, dict) else data
-        if not isinstance(items, list):
-            raise Where(source).error("expected a list of tasks or an object with 'tasks'", "tasks")
-        pairs = [(_task(obj, Where(source, task=f"#{i}")), Where(source, task=f"#{i}"))
-                 for i, obj in enumerate(items)]
+    if path.suffix != ".jsonl":
+        return [_task(raw, where) for where, raw, _ in json_records(path, "tasks", "task_id")]
+    pairs = [(_task(obj, Where(source, line)), Where(source, line)) for line, obj in read_jsonl(path)]
     if not pairs:
         raise Where(source).error("no tasks")
     unique_ids([(t.task_id, w) for t, w in pairs])
