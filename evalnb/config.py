@@ -20,19 +20,13 @@ import yaml
 
 from evalnb.errors import ConfigError
 from evalnb.retry import RetryPolicy
+from evalnb.secrets import SECRET_NAME, SECRET_VALUE
 
 PROVIDERS = ("openai", "anthropic", "gemini", "command", "offline", "none")
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
                "model", "judges", "retry", "prices")
 PATH_KEYS = ("output_dir", "data", "corpus")
-
-_SECRET_NAME = re.compile(r"^(api_?key|key|secret|token|password|passwd|bearer|credentials?|"
-                          r"auth|authorization)$|_(key|secret|token|password)$", re.I)
-_SECRET_VALUE = re.compile(r"(sk-[A-Za-z0-9_-]{20,}|sk-ant-[A-Za-z0-9_-]{10,}|AIza[0-9A-Za-z_-]{30,}"
-                           r"|gh[pousr]_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|xox[abpr]-[A-Za-z0-9-]{10,}"
-                           r"|Bearer\s+\S{16,})")
-
 
 @dataclass(frozen=True)
 class EndpointConfig:
@@ -98,14 +92,14 @@ def find_secrets(value: Any, path: str = "") -> list[str]:
     if isinstance(value, Mapping):
         for k, v in value.items():
             where = f"{path}.{k}" if path else str(k)
-            if _SECRET_NAME.search(str(k)) and v not in (None, ""):
+            if SECRET_NAME.search(str(k)) and v not in (None, ""):
                 found.append(where)
             else:
                 found.extend(find_secrets(v, where))
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             found.extend(find_secrets(v, f"{path}[{i}]"))
-    elif isinstance(value, str) and _SECRET_VALUE.search(value):
+    elif isinstance(value, str) and SECRET_VALUE.search(value):
         found.append(path)
     return found
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from evalnb.errors import ConfigError
+from evalnb.secrets import redact
 
 CompletionStatus = Literal["ok", "refused", "empty"]
 ErrorKind = Literal["transient", "permanent"]
@@ -56,6 +57,7 @@ class ProviderError(Exception):
 
     def __init__(self, kind: ErrorKind, message: str, *, status_code: int | None = None,
                  retry_after: float | None = None, code: str | None = None) -> None:
+        message = redact(message)
         super().__init__(message)
         self.kind, self.message = kind, message
         self.status_code, self.retry_after, self.code = status_code, retry_after, code
