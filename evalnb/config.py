@@ -20,7 +20,7 @@ import yaml
 
 from evalnb.errors import ConfigError
 from evalnb.retry import RetryPolicy
-from evalnb.secrets import SECRET_NAME, SECRET_VALUE
+from evalnb.redaction import SECRET_NAME, SECRET_VALUE
 
 PROVIDERS = ("openai", "anthropic", "gemini", "command", "offline", "none")
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from evalnb.errors import ConfigError
-from evalnb.secrets import redact
+from evalnb.redaction import redact
 
 CompletionStatus = Literal["ok", "refused", "empty"]
 ErrorKind = Literal["transient", "permanent"]
