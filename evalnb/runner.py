@@ -133,9 +133,22 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     Jupyter runs cells inside an event loop, where ``asyncio.run`` is refused; there the
     coroutine gets a loop of its own in a worker thread.
     """
+    def run() -> T:
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            return runner.run(make())
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make())
+        return run()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()
+        return pool.submit(run).result()
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where available: about a tenth less CPU per call than asyncio's own loop (bench/)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
