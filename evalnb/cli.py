@@ -67,6 +67,10 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
             print(f"evalnb: {stage} stage failed: {e.ename}: {e.evalue.strip()} (record: {output})",
                   file=sys.stderr)
             return EXIT_ERROR
+        except Exception as e:   # the kernel died or timed out: the record may look clean
+            print(f"evalnb: {stage} stage did not finish: {type(e).__name__}: {e} (record: {output})",
+                  file=sys.stderr)
+            return EXIT_ERROR
         render_html(output)
     if "aggregate" not in stages:
         return EXIT_OK
