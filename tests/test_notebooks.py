@@ -86,3 +86,20 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
         report = nbformat.read(other / "04_report.ipynb", as_version=4)
         assert sum("image/png" in o.get("data", {}) for c in report.cells if c.cell_type == "code"
                    for o in c.outputs) == 2
+
+
+def test_notebooks_run_as_is_from_their_folder(tmp_path: Path) -> None:
+    """As JupyterLab runs them: no injected parameters, working directory notebooks/."""
+    import shutil
+
+    import papermill
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copytree(ROOT / "params", tmp_path / "params")
+    (tmp_path / "evalnb").symlink_to(ROOT / "evalnb")
+    for stage in ("generate", "judge", "aggregate"):
+        name = notebook_for(stage).name
+        papermill.execute_notebook(str(tmp_path / "notebooks" / name), str(tmp_path / name),
+                                   kernel_name="python3", cwd=str(tmp_path / "notebooks"), progress_bar=False)
+    scores = json.loads((tmp_path / "outputs" / "demo-wildtrace" / "scores.json").read_text())
+    assert scores["complete"] and scores["n_tasks"] == 12
+    assert not (tmp_path / "notebooks" / "outputs").exists()
