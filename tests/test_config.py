@@ -17,8 +17,8 @@ from tests.conftest import offline_params
     ({"model": {"api_key": "abc"}}, "model.api_key"),
     ({"judges": [{"token": "abc"}]}, "judges[0].token"),
     ({"model": {"openai_secret": "x"}}, "model.openai_secret"),
-    ({"model": {"base_url": "https://h/v1?k=sk-abcdefghijklmnopqrstuvwx"}}, "model.base_url"),
-    ({"note": "AIzaSyA1234567890abcdefghijklmnopqrstu"}, "note"),
+    ({"model": {"base_url": "https://h/v1?k=sk-" + "abcdefghijklmnopqrstuvwx"}}, "model.base_url"),
+    ({"note": "AIza" + "SyA1234567890abcdefghijklmnopqrstu"}, "note"),
 ])
 def test_secret_shaped_parameters_are_found(params: dict, where: str) -> None:
     assert find_secrets(params) == [where]
@@ -31,7 +31,7 @@ def test_ordinary_parameters_are_not_secrets() -> None:
 
 def test_open_run_refuses_a_key_in_parameters(tmp_path: Path) -> None:
     params = offline_params(tmp_path)
-    params["model"]["api_key"] = "sk-live-0123456789abcdefghij"
+    params["model"]["api_key"] = "sk-" + "live-0123456789abcdefghij"
     with pytest.raises(ConfigError, match="refusing parameters that hold a key value .*model.api_key"):
         evalnb.open_run(params)
     assert not (tmp_path / "run").exists()

