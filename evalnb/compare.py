@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from IPython.display import Image  # noqa: E402
 from evalnb import stats  # noqa: E402
 from evalnb.benchmarks import Benchmark, benchmark_for  # noqa: E402
 from evalnb.errors import ConfigError, FingerprintMismatch  # noqa: E402
-from evalnb.fingerprint import _short  # noqa: E402
+from evalnb.fingerprint import short_json  # noqa: E402
 from evalnb.records import read_json_if_exists, write_json  # noqa: E402
 from evalnb.report import figure_image  # noqa: E402
 
@@ -84,8 +84,8 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
         differ = [p for p in parts if first.fingerprint["parts"].get(p, {}).get("sha256")
                   != other.fingerprint["parts"].get(p, {}).get("sha256")]
         if differ:
-            detail = "; ".join(f"{p}: {_short(first.fingerprint['parts'].get(p, {}).get('value'))} vs "
-                               f"{_short(other.fingerprint['parts'].get(p, {}).get('value'))}" for p in differ)
+            detail = "; ".join(f"{p}: {short_json(first.fingerprint['parts'].get(p, {}).get('value'))} vs "
+                               f"{short_json(other.fingerprint['parts'].get(p, {}).get('value'))}" for p in differ)
             raise FingerprintMismatch(f"refusing to compare {first.dir} with {other.dir}: {', '.join(differ)} "
                                       f"differ ({detail}). The protocol forbids mixing such scores.")
 

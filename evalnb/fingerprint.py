@@ -32,7 +32,7 @@ def changed_parts(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
                   if old["parts"].get(n, {}).get("sha256") != new["parts"].get(n, {}).get("sha256"))
 
 
-def _short(value: Any) -> str:
+def short_json(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= 160 else text[:157] + "..."
 
@@ -45,8 +45,8 @@ def check_or_record(path: Path, new: dict[str, Any]) -> None:
         return
     if old["sha256"] == new["sha256"]:
         return
-    details = "; ".join(f"{n}: {_short(old['parts'].get(n, {}).get('value'))} -> "
-                        f"{_short(new['parts'].get(n, {}).get('value'))}"
+    details = "; ".join(f"{n}: {short_json(old['parts'].get(n, {}).get('value'))} -> "
+                        f"{short_json(new['parts'].get(n, {}).get('value'))}"
                         for n in changed_parts(old, new))
     raise FingerprintMismatch(
         f"{path.parent}: refusing to resume, the run was started under a different "

@@ -90,6 +90,8 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
 
     async def go() -> list[WindowProbe]:
         provider = make_provider(config.model)
+        if provider is None:
+            raise EvalnbError("model: the probe needs a model endpoint (provider is none)")
         rng = random.Random(0)
         try:
             results = []

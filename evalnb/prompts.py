@@ -52,8 +52,11 @@ def render_answer_prompt(question: str, document: str) -> str:
 
 
 class RubricLine(Protocol):
-    points: float
-    criterion: str
+    @property
+    def points(self) -> float: ...
+
+    @property
+    def criterion(self) -> str: ...
 
 
 def format_points(points: float) -> str:

@@ -116,6 +116,7 @@ def breakdown(run: Run) -> pd.DataFrame:
     """The benchmark's own breakdown: per judge (WildTrace), per K with CIs (GeoKTools),
     ratings and agreement (GeoExpertQueries)."""
     data = scores(run)
+    rows: list[tuple[Any, ...]]
     if run.config.benchmark == "geoexpertqueries":
         rows = [(f"rating {k}", v) for k, v in data["rating_counts"].items()]
         rows += [(k.replace("_", " "), v) for k, v in data["agreement"].items()]

@@ -28,7 +28,7 @@ def constructed_run(root: Path, name: str, scores: dict[str, float], judges: dic
     run = root / name
     run.mkdir(parents=True)
     tasks = []
-    for i, (task_id, score) in enumerate(scores.items()):
+    for task_id, score in scores.items():
         status = (statuses or {}).get(task_id, "ok")
         per_judge = (judges or {}).get(task_id, [score] * 3)
         texts = (replies or {}).get(task_id, ["{}"] * len(per_judge))

@@ -8,7 +8,6 @@ retries verifiably off (the server sees exactly the attempts the runner made).
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import random
 import sys

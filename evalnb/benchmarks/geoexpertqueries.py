@@ -254,17 +254,22 @@ def agreement(ratings: Sequence[Sequence[int]]) -> dict[str, Any]:
 def score(config: RunConfig, tasks: Sequence[ExpertQuery], responses: Mapping[str, Record],
           judgements: Mapping[str, Record]) -> dict[str, Any]:
     runs = range(1, config.options["num_runs"] + 1)
-    rows, pending, complete_ratings = [], 0, []
+    scale, _ = likert(config)
+    rows: list[dict[str, Any]] = []
+    complete_ratings: list[list[int]] = []
+    pending = 0
     for task in tasks:
         response = responses.get(task.task_id)
         status = response["status"] if response else "pending"
         verdicts = [judgements.get(f"{task.task_id}::run{n}") for n in runs]
-        ratings = [v["rating"] if v and v["status"] == "ok" else None for v in verdicts]
+        ratings: list[int | None] = [v["rating"] if v and v["status"] == "ok" else None for v in verdicts]
+        value: float | None
         if status == "ok":
-            value = stats.mean([v["score"] for v in verdicts]) if None not in ratings else None  # type: ignore[index]
-            pending += ratings.count(None)
-            if None not in ratings:
-                complete_ratings.append(ratings)
+            rated = [r for r in ratings if r is not None]
+            value = sum(scale[str(r)] for r in rated) / len(rated) if len(rated) == len(ratings) else None
+            pending += len(ratings) - len(rated)
+            if value is not None:
+                complete_ratings.append(rated)
         else:
             value = 0.0 if status == "missing" else None
             pending += status != "missing"
@@ -273,13 +278,13 @@ def score(config: RunConfig, tasks: Sequence[ExpertQuery], responses: Mapping[st
                                "reply": v.get("text") if v else None, "error": v.get("error") if v else None}
                               for n, v, r in zip(runs, verdicts, ratings)] if status == "ok" else []})
     complete = pending == 0
-    scores = [r["score"] for r in rows]
+    scores: list[float] = [r["score"] or 0.0 for r in rows]   # all present when complete
     n_boot, seed = config.options["n_boot"], config.options["seed"]
     traces = read_traces(Path(config.options["traces"]), [t.task_id for t in tasks])
     routes = sorted({v["model_route"] for v in judgements.values() if v.get("model_route")})
     return {
         "complete": complete,
-        "overall": stats.mean(scores) if complete else None,   # type: ignore[arg-type]
+        "overall": stats.mean(scores) if complete else None,
         "n": len(tasks),
         "ci": {"overall": stats.bootstrap_ci(scores, n_boot=n_boot, seed=seed).as_dict()} if complete else None,
         "rating_counts": {str(k): sum(r.count(k) for r in complete_ratings) for k in (0, 1, 2)},

@@ -304,15 +304,16 @@ def intervals(case_scores: Mapping[str, float], k_of: Mapping[str, int], n_boot:
 
 def score(config: RunConfig, tasks: Sequence[GeoCase], responses: Mapping[str, Record],
           judgements: Mapping[str, Record]) -> dict[str, Any]:
-    rows, pending = [], 0
+    rows: list[dict[str, Any]] = []
+    pending = 0
     for task in tasks:
         response, verdict = responses.get(task.task_id), judgements.get(task.task_id)
-        final = verdict is not None and verdict["status"] == "ok"
-        pending += not final
+        final = verdict if verdict is not None and verdict["status"] == "ok" else None
+        pending += final is None
         rows.append({"task_id": task.task_id, "case_id": task.case_id, "repeat": task.repeat, "K": task.k,
                      "status": response["status"] if response else "pending",
-                     "method": verdict.get("method") if final else None,
-                     "score": verdict["score"] if final else None,
+                     "method": final.get("method") if final else None,
+                     "score": final["score"] if final else None,
                      "element_scores": verdict.get("element_scores") if verdict else None,
                      "judge_status": verdict["status"] if verdict else "pending",
                      "judge_reply": verdict.get("judge_reply") if verdict else None,
@@ -321,11 +322,11 @@ def score(config: RunConfig, tasks: Sequence[GeoCase], responses: Mapping[str, R
     k_of = {t.case_id: t.k for t in tasks}
     body: dict[str, Any] = {"complete": complete, "n_cases": len(k_of), "repeats": repeats_of(config)}
     if complete:
-        per_repeat = [{r["case_id"]: r["score"] for r in rows if r["repeat"] == n}
-                      for n in range(1, repeats_of(config) + 1)]
-        case_scores = {c: stats.mean([rep[c] for rep in per_repeat]) for c in k_of}
-        body |= headline(case_scores, k_of)   # type: ignore[arg-type]
-        body["ci"] = intervals(case_scores, k_of, config.options["n_boot"], config.options["seed"])  # type: ignore[arg-type]
+        per_repeat: list[dict[str, float]] = [{r["case_id"]: r["score"] for r in rows if r["repeat"] == n}
+                                              for n in range(1, repeats_of(config) + 1)]
+        case_scores = {c: sum(rep[c] for rep in per_repeat) / len(per_repeat) for c in k_of}
+        body |= headline(case_scores, k_of)
+        body["ci"] = intervals(case_scores, k_of, config.options["n_boot"], config.options["seed"])
         if repeats_of(config) > 1:
             heads = [headline(rep, k_of) for rep in per_repeat]
             body["repeat_summary"] = {

@@ -238,7 +238,8 @@ def judge_done(record: Record) -> bool:
 
 def score(config: RunConfig, tasks: Sequence[WildTraceTask], responses: Mapping[str, Record],
           judgements: Mapping[str, Record]) -> dict[str, Any]:
-    rows, pending_generation, pending_judges = [], 0, 0
+    rows: list[dict[str, Any]] = []
+    pending_generation = pending_judges = 0
     for task in tasks:
         response = responses.get(task.task_id)
         status = response["status"] if response else "pending"

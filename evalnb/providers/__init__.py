@@ -12,17 +12,19 @@ if TYPE_CHECKING:   # config imports the retry policy, which imports providers.b
 def make_provider(endpoint: EndpointConfig) -> Provider | None:
     """SDKs are imported only when a run uses them; ``provider: none`` has no client."""
     concurrency = endpoint.concurrency or 1
-    common = {"base_url": endpoint.base_url, "api_key_env": endpoint.api_key_env,
-              "concurrency": concurrency, "timeout": endpoint.timeout, "role": endpoint.role}
+    e = endpoint
     if endpoint.provider == "openai":
         from evalnb.providers.openai_compat import OpenAIProvider
-        return OpenAIProvider(endpoint.name, token_param=endpoint.token_param, **common)
+        return OpenAIProvider(e.name, base_url=e.base_url, api_key_env=e.api_key_env, concurrency=concurrency,
+                              timeout=e.timeout, token_param=e.token_param, role=e.role)
     if endpoint.provider == "anthropic":
         from evalnb.providers.anthropic_messages import AnthropicProvider
-        return AnthropicProvider(endpoint.name, **common)
+        return AnthropicProvider(e.name, base_url=e.base_url, api_key_env=e.api_key_env, concurrency=concurrency,
+                                 timeout=e.timeout, role=e.role)
     if endpoint.provider == "gemini":
         from evalnb.providers.gemini import GeminiProvider
-        return GeminiProvider(endpoint.name, api_version=endpoint.api_version, **common)
+        return GeminiProvider(e.name, base_url=e.base_url, api_key_env=e.api_key_env, concurrency=concurrency,
+                              timeout=e.timeout, api_version=e.api_version, role=e.role)
     if endpoint.provider == "command":
         from evalnb.providers.command import CommandProvider
         assert endpoint.command is not None   # checked with the parameters
