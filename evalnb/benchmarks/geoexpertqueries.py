@@ -183,11 +183,15 @@ def generation_done(record: Record) -> bool:
 
 # --- rating (readings 16, 17) --------------------------------------------------------------------
 
-def rating_prompt(config: RunConfig, task: ExpertQuery, trajectory: str) -> str:
+def rating_template(config: RunConfig) -> str:
+    """The date header and the prompt file, with the tools filled in: the same for every trace."""
     tools = "\n".join(f"- {t}" for t in config.options["available_tools"]) or "(none listed)"
-    body = prompts.fill(prompt_file(config).text, {"query": task.query, "reference": task.reference,
-                                                   "trajectory": trajectory, "tools": tools})
+    body = prompts.fill(prompt_file(config).text, {"tools": tools})
     return f"Today is {rating_date(config)}.\n\n{body}"
+
+
+def rating_prompt(template: str, task: ExpertQuery, trajectory: str) -> str:
+    return prompts.fill(template, {"query": task.query, "reference": task.reference, "trajectory": trajectory})
 
 
 _RATING_LINE = re.compile(r"\brating\b\W{0,6}([0-9])\b", re.I)
@@ -221,12 +225,13 @@ def read_rating(completion: Completion, scale: Mapping[str, float]) -> dict[str,
 
 def judge_calls(config: RunConfig, tasks: Sequence[ExpertQuery], responses: Mapping[str, Record]) -> list[Call]:
     scale, _ = likert(config)
+    template = rating_template(config)
     calls = []
     for task in tasks:
         response = responses.get(task.task_id)
         if response is None or response["status"] != "ok":
             continue
-        request = ChatRequest(rating_prompt(config, task, response["text"]),
+        request = ChatRequest(rating_prompt(template, task, response["text"]),
                               max_tokens=config.options["judge_max_tokens"], temperature=None)
         for run in range(1, config.options["num_runs"] + 1):
             fields = {"task_id": task.task_id, "run": run}
