@@ -16,7 +16,7 @@ from typing import Any
 from evalnb.caps import cap_kind
 from evalnb.config import RunConfig
 from evalnb.records import JsonlStore
-from evalnb.runner import Prepared
+from evalnb.runner import Prepared, Record
 
 CHARS_PER_TOKEN = {"en": 3.3, "cjk": 1.5}
 STAGES = ("generate", "judge")
@@ -39,17 +39,20 @@ def cost_usd(model: str, input_tokens: float, output_tokens: float,
     return (input_tokens * price["input"] + output_tokens * price["output"]) / 1e6
 
 
-def usage_by_stage(config: RunConfig, run_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """Reported tokens per stage and model, with cost where a price is given."""
+def usage_by_stage(config: RunConfig, stores: Mapping[str, Mapping[str, Record]]
+                   ) -> dict[str, dict[str, dict[str, Any]]]:
+    """Reported tokens per stage (``stores``: stage -> its records) and model, with cost where
+    a price is given."""
     names = endpoint_names(config)
     totals: dict[str, dict[str, dict[str, Any]]] = {}
-    for stage in STAGES:
+    for stage, records in stores.items():
         rows: dict[str, dict[str, Any]] = defaultdict(
             lambda: {"calls": 0, "attempts": 0, "input_tokens": 0, "output_tokens": 0})
-        for record in JsonlStore(run_dir / f"{stage}.jsonl").load().values():
+        for record in records.values():
             if not record.get("attempts"):
                 continue   # decided without a call (out of context, exact match)
-            row = rows[names.get(record["endpoint"], record["endpoint"])]
+            endpoint = str(record["endpoint"])
+            row = rows[names.get(endpoint, endpoint)]
             row["calls"] += 1
             row["attempts"] += record["attempts"]
             usage = record.get("usage") or {}

@@ -47,10 +47,9 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    from evalnb.pipeline import check_keys, load_config, open_run
+    from evalnb.pipeline import open_run
 
-    check_keys(load_config(params, sets)[0])
-    run = open_run(params, sets)   # validates everything before a notebook starts
+    run = open_run(params, sets, require_keys=True)   # validates everything before a notebook starts
     if "aggregate" in stages:
         run.path("status.json").unlink(missing_ok=True)
     for stage in stages:

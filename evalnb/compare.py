@@ -16,19 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import pandas as pd
+from IPython.display import Image
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from IPython.display import Image  # noqa: E402
-
-from evalnb import stats  # noqa: E402
-from evalnb.benchmarks import Benchmark, benchmark_for  # noqa: E402
-from evalnb.errors import ConfigError, FingerprintMismatch  # noqa: E402
-from evalnb.fingerprint import short_json  # noqa: E402
-from evalnb.records import read_json_if_exists, write_json  # noqa: E402
-from evalnb.report import figure_image  # noqa: E402
+from evalnb import stats
+from evalnb.benchmarks import Benchmark, benchmark_for
+from evalnb.errors import ConfigError, FingerprintMismatch
+from evalnb.fingerprint import short_json
+from evalnb.records import read_json_if_exists, write_json
+from evalnb.report import figure_image, plt   # report selects the backend
 
 OFFLINE_MARK = " [offline]"
 

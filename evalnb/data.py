@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from evalnb.caps import CapKind, cap_kind
 from evalnb.errors import DataError
 
 T = TypeVar("T")
@@ -127,7 +126,6 @@ class Corpus:
     """The corpus directory. Documents are read when a call needs them, never all at once."""
 
     root: Path
-    _measured: dict[str, tuple[int, CapKind]] = field(default_factory=dict, repr=False)
 
     def path(self, name: str, where: Where) -> Path:
         candidate = (self.root / name).resolve()
@@ -145,10 +143,3 @@ class Corpus:
             return path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as e:
             raise DataError(str(path), f"not UTF-8 ({e.reason} at byte {e.start})") from None
-
-    def measure(self, name: str) -> tuple[int, CapKind]:
-        """``(characters, cap kind)``, cached per file: for estimates and reports."""
-        if name not in self._measured:
-            text = self.read(name)
-            self._measured[name] = (len(text), cap_kind(text))
-        return self._measured[name]

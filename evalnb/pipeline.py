@@ -78,13 +78,17 @@ def load_config(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()
     return cfg.resolve(params, bench.OPTIONS, base=Path.cwd(), source=origin), bench
 
 
-def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()) -> Run:
+def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *,
+             require_keys: bool = False) -> Run:
     """Check parameters and data, then create or resume the run directory.
 
-    Everything is validated before anything is written; resuming into a run started under
-    a different fingerprint is refused (reading 11).
+    Everything is validated before anything is written (with ``require_keys``, that every
+    named key variable is set too); resuming into a run started under a different
+    fingerprint is refused (reading 11).
     """
     config, bench = load_config(source, sets)
+    if require_keys:
+        check_keys(config)
     warnings = bench.check_config(config)
     tasks = bench.load_tasks(config)
     run = Run(config, bench, tasks, fingerprint(bench.fingerprint_parts(config, tasks)), warnings)
@@ -128,8 +132,13 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
     counts = run_blocking(lambda: _run_stage(calls, endpoints, store, run, done=done, desc=name))
     update_manifest(run.path("manifest.json"), stages={name: {
         "started_at": started, "finished_at": utc_now(), "calls": len(calls),
-        "new_records": dict(counts)}}, routes=routes(run))
+        "new_records": dict(counts)}}, routes=routes(run, stage_records(run)))
     return counts
+
+
+def stage_records(run: Run) -> dict[str, dict[str, Record]]:
+    """Each stage's stored records, latest per key: read once, used for scores, usage, routes."""
+    return {stage: JsonlStore(run.path(f"{stage}.jsonl")).load() for stage in ("generate", "judge")}
 
 
 def responses(run: Run) -> dict[str, Record]:
@@ -182,11 +191,11 @@ def status_table(run: Run) -> pd.DataFrame:
 
 # --- aggregation ------------------------------------------------------------------------------
 
-def routes(run: Run) -> dict[str, Any]:
+def routes(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, Any]:
     """Model routes as sent and as the endpoints reported them."""
     returned: dict[str, set[str]] = defaultdict(set)
-    for stage in ("generate", "judge"):
-        for record in JsonlStore(run.path(f"{stage}.jsonl")).load().values():
+    for records in stores.values():
+        for record in records.values():
             if record.get("model_route"):
                 returned[record["endpoint"]].add(record["model_route"])
     endpoints = {"model": run.config.model, **dict(run.config.judge_roles())}
@@ -196,14 +205,15 @@ def routes(run: Run) -> dict[str, Any]:
 
 def aggregate(run: Run) -> pd.DataFrame:
     """Stage 3: scores.json and status.json. Incomplete runs keep ``overall`` null."""
-    body = run.benchmark.score(run.config, run.tasks, responses(run), judgements(run))
+    stores = stage_records(run)
+    body = run.benchmark.score(run.config, run.tasks, stores["generate"], stores["judge"])
     scores = {
         "benchmark": run.config.benchmark, "run_name": run.config.run_name,
         "offline": run.config.offline,
         **({"label": OFFLINE_LABEL} if run.config.offline else {}),
         **body,   # a benchmark may label its own approximations (offline: true, label)
         "fingerprint": run.fingerprint,
-        "usage": usage_by_stage(run.config, run.dir),
+        "usage": usage_by_stage(run.config, stores),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
         "updated_at": utc_now(),
@@ -212,7 +222,7 @@ def aggregate(run: Run) -> pd.DataFrame:
     write_json(run.path("status.json"), {
         "state": "complete" if body["complete"] else "incomplete",
         "resumable": body.get("resumable", {}), "updated_at": scores["updated_at"]})
-    update_manifest(run.path("manifest.json"), complete=body["complete"], routes=routes(run),
+    update_manifest(run.path("manifest.json"), complete=body["complete"], routes=routes(run, stores),
                     usage=scores["usage"])
     return headline_table(scores)
 
