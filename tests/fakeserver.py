@@ -10,8 +10,18 @@ only) that speaks just enough of each API's non-streaming JSON wire format:
 * Gemini  ``POST /v1beta/models/{model}:generateContent`` (also ``/v1/...``)
 
 Replies are scripted with :class:`Text`, :class:`Refusal`, :class:`Empty`,
-:class:`Error` and :class:`Hang`, either queued (:meth:`FakeLLMServer.queue`)
-or produced by :attr:`FakeLLMServer.responder`.
+:class:`Error` and :class:`Hang`, and with the ways a real endpoint or gateway
+breaks a reply: :class:`Reset` (connection closed mid-body), :class:`CutOff`
+(a complete 200 whose JSON stops half-way), :class:`NotJson`, :class:`Html` and
+:class:`WrongShape`.  They are either queued (:meth:`FakeLLMServer.queue`) or
+produced by :attr:`FakeLLMServer.responder`.
+
+A seeded random-fault mode (``FakeLLMServer(fault_rate=0.2, fault_seed=0)``)
+answers each request not served from a queue, with probability ``fault_rate``,
+with one of :data:`FAULT_KINDS`.  It counts injected faults by kind and
+successful replies by request identity (:func:`request_identity`), so a soak
+can detect a successful call made twice; ``GET /_stats`` returns the counters
+as JSON for out-of-process use.
 
 In-process use::
 
@@ -23,7 +33,8 @@ In-process use::
 
 Out-of-process use (benchmarks)::
 
-    python -m tests.fakeserver --latency 0.2 [--port 0] [--reply-text TEXT]
+    python -m tests.fakeserver --latency 0.2 [--port 0] [--reply-text TEXT] \
+        [--fault-rate 0.2 --fault-seed 0 --fault-kinds 429,500,cutoff --timeout-hang 60]
 
 prints ``READY http://127.0.0.1:PORT`` once listening and serves until
 SIGTERM/SIGINT.
@@ -35,19 +46,20 @@ import argparse
 import asyncio
 import collections
 import functools
+import hashlib
 import itertools
 import json
 import math
+import random
 import re
 import signal
 import socket
-import sys
 import threading
 import time
 import traceback
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Callable, Union
+from typing import Any, Callable, Iterable, Union
 from urllib.parse import unquote
 
 __all__ = [
@@ -58,6 +70,15 @@ __all__ = [
     "Error",
     "Hang",
     "Raw",
+    "Reset",
+    "CutOff",
+    "NotJson",
+    "Html",
+    "WrongShape",
+    "FAULT_KINDS",
+    "CONTEXT_STYLES",
+    "fault_reply",
+    "request_identity",
     "Reply",
     "RecordedRequest",
     "default_benchmark_responder",
@@ -96,6 +117,10 @@ class Error:
 
     ``code`` is only used by the OpenAI shape (``error.code``); Anthropic and
     Gemini derive their error type/status string from ``status``.
+    ``retry_after`` and ``retry_after_ms`` become the ``Retry-After`` and
+    ``retry-after-ms`` headers (every API); ``retry_delay`` (seconds) is Gemini's
+    hint, ``RetryInfo.retryDelay`` in ``error.details``, and only the Gemini shape
+    carries it.
     """
 
     status: int
@@ -103,6 +128,7 @@ class Error:
     code: str | None = None
     retry_after: float | None = None
     retry_after_ms: float | None = None
+    retry_delay: float | None = None
 
 
 @dataclass
@@ -122,7 +148,58 @@ class Raw:
     status: int = 200
 
 
-Reply = Union[Text, Refusal, Empty, Error, Hang, Raw]
+@dataclass
+class Reset:
+    """A normal completion of ``text`` whose connection is closed mid-body: the status
+    line and headers (``Content-Length`` of the whole body) and the first ``fraction``
+    of the body are sent, then the server closes the connection."""
+
+    text: str = "this answer never arrives whole"
+    fraction: float = 0.5
+
+
+@dataclass
+class CutOff:
+    """A 200 whose JSON body (a completion of ``text``) stops ``fraction`` of the way
+    through. ``Content-Length`` matches the bytes sent: the HTTP exchange is complete
+    and only the body is invalid JSON."""
+
+    text: str = "this answer was cut off"
+    fraction: float = 0.5
+
+
+@dataclass
+class NotJson:
+    """A 200 labelled ``application/json`` whose body is plain text, as a broken
+    gateway or proxy sends."""
+
+    body: str = "upstream connect error or disconnect/reset before headers. reset reason: overflow"
+
+
+_GATEWAY_PAGE = (
+    "<!DOCTYPE html>\n<html><head><title>Service temporarily unavailable</title></head>\n"
+    "<body><h1>Please wait</h1><p>The upstream service is busy. This page refreshes "
+    "automatically.</p></body></html>\n"
+)
+
+
+@dataclass
+class Html:
+    """A 200 ``text/html`` page: what a gateway or captive portal answers."""
+
+    body: str = _GATEWAY_PAGE
+
+
+@dataclass
+class WrongShape:
+    """Well-formed JSON of the wrong shape for the API: the field that carries the
+    answer (OpenAI ``choices``, Anthropic ``content``, Gemini ``candidates``) is
+    absent, or present as ``null`` when ``null`` is true."""
+
+    null: bool = False
+
+
+Reply = Union[Text, Refusal, Empty, Error, Hang, Raw, Reset, CutOff, NotJson, Html, WrongShape]
 
 
 @dataclass
@@ -134,6 +211,12 @@ class RecordedRequest:
     model: str  # from the body (openai/anthropic) or the URL path (gemini)
     prompt: str  # "\n"-joined text of all user messages
     time: float  # time.monotonic() on arrival
+    response: bytes = b""  # the reply body as sent (only the part sent, for a Reset)
+
+
+def request_identity(api: str, model: str, prompt: str) -> str:
+    """A stable name for "the same call": equal for a retry or a rerun of one call."""
+    return hashlib.sha256("\0".join((api, model, prompt)).encode("utf-8")).hexdigest()[:16]
 
 
 DEFAULT_REPLY_TEXT = "The answer is in the document."
@@ -335,13 +418,36 @@ def _anthropic_response(reply: Reply, model: str, n: int, prompt_tokens: int) ->
     return 200, headers, body
 
 
+def _gemini_retry_details(delay: float) -> list[dict[str, Any]]:
+    """Google's real 429 details: RetryInfo comes after QuotaFailure and Help, so a
+    client must look it up by ``@type``, not by position."""
+    return [
+        {
+            "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+            "violations": [
+                {
+                    "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                    "quotaId": "GenerateRequestsPerMinutePerProjectPerModel",
+                    "quotaValue": "10",
+                }
+            ],
+        },
+        {
+            "@type": "type.googleapis.com/google.rpc.Help",
+            "links": [{"description": "Learn more about Gemini API quotas",
+                       "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}],
+        },
+        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{delay:g}s"},
+    ]
+
+
 def _gemini_response(reply: Reply, model: str, n: int, prompt_tokens: int) -> _Response:
     if isinstance(reply, Error):
         status = _GEMINI_ERROR_STATUSES.get(reply.status, "UNKNOWN")
-        body: dict[str, Any] = {
-            "error": {"code": reply.status, "message": reply.message, "status": status}
-        }
-        return reply.status, _retry_headers(reply), body
+        error: dict[str, Any] = {"code": reply.status, "message": reply.message, "status": status}
+        if reply.retry_delay is not None:
+            error["details"] = _gemini_retry_details(reply.retry_delay)
+        return reply.status, _retry_headers(reply), {"error": error}
 
     candidate: dict[str, Any]
     output_tokens = 0
@@ -376,7 +482,36 @@ _RENDERERS: dict[str, Callable[[Reply, str, int, int], _Response]] = {
 }
 
 
-def _context_length_error(api: str, limit: int, actual: int) -> Error:
+def _wrong_shape(api: str, model: str, n: int, prompt_tokens: int, null: bool) -> dict[str, Any]:
+    """Valid JSON that looks like the API's reply but lacks the field carrying the answer."""
+    if api == "openai":
+        body: dict[str, Any] = {"object": "chat.completion", "id": f"chatcmpl-{n}"}
+        answer_field = "choices"
+    elif api == "anthropic":
+        body = {
+            "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
+            "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": prompt_tokens, "output_tokens": 0},
+        }
+        answer_field = "content"
+    else:
+        body = {
+            "usageMetadata": {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens},
+            "modelVersion": f"{model}-fake-001", "responseId": f"resp_{n}",
+        }
+        answer_field = "candidates"
+    if null:
+        body[answer_field] = None
+    return body
+
+
+# Values of FakeLLMServer.context_style: which wording a too-long prompt gets.
+# Only Anthropic has two; the other APIs always use their one wording.
+CONTEXT_STYLES = ("too_long", "exceed_limit")
+
+
+def _context_length_error(api: str, limit: int, actual: int, max_tokens: int = 0,
+                          style: str = "too_long") -> Error:
     """The API-native "prompt too long" error. The numbers are characters (the
     unit of ``max_prompt_chars``) even where the real API says "tokens", so a
     client that parses the message learns the exact limit."""
@@ -387,12 +522,57 @@ def _context_length_error(api: str, limit: int, actual: int) -> Error:
             f"However, your messages resulted in {actual} characters.",
             code="context_length_exceeded",
         )
+    if api == "anthropic" and style == "exceed_limit":
+        return Error(
+            400,
+            f"input length and `max_tokens` exceed context limit: {actual} + {max_tokens} > {limit}, "
+            "decrease input length or `max_tokens` and try again",
+        )
     if api == "anthropic":
         return Error(400, f"prompt is too long: {actual} tokens > {limit} maximum")
     return Error(
         400,
         f"The input token count ({actual}) exceeds the maximum number of tokens allowed ({limit}).",
     )
+
+
+# --------------------------------------------------------------------------
+# Random faults
+# --------------------------------------------------------------------------
+
+# Everything a provider or a gateway in front of it does to a call, in the
+# random-fault mode.  "429_hint" carries each API's retry hint (Retry-After for
+# OpenAI and Anthropic, RetryInfo.retryDelay for Gemini); "hang" answers after
+# the server's ``timeout_hang`` seconds, meant to exceed the client's timeout.
+FAULT_KINDS = (
+    "429_hint", "429", "500", "503", "529", "reset", "hang",
+    "cutoff", "not_json", "html", "wrong_shape",
+)
+
+
+def fault_reply(kind: str, api: str, *, hint: float, hang: float) -> Reply:
+    """The scripted reply that injects fault ``kind`` on ``api``."""
+    if kind == "429_hint":
+        if api == "gemini":
+            return Error(429, "Resource has been exhausted (e.g. check quota).", retry_delay=hint)
+        return Error(429, "Rate limit reached; please try again later.", retry_after=hint)
+    if kind in ("429", "500", "503", "529"):
+        return Error(int(kind), f"injected fault {kind}")
+    replies: dict[str, Reply] = {
+        "reset": Reset(), "hang": Hang(hang), "cutoff": CutOff(), "not_json": NotJson(),
+        "html": Html(), "wrong_shape": WrongShape(),
+    }
+    return replies[kind]
+
+
+def _check_fault_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
+    kinds = tuple(kinds)
+    unknown = sorted(set(kinds) - set(FAULT_KINDS))
+    if unknown:
+        raise ValueError(f"unknown fault kind(s) {', '.join(unknown)}; known: {', '.join(FAULT_KINDS)}")
+    if not kinds:
+        raise ValueError("fault_kinds: at least one kind")
+    return kinds
 
 
 # --------------------------------------------------------------------------
@@ -421,22 +601,48 @@ class _HttpRequest:
     body: bytes
 
 
-def _render_http(status: int, headers: dict[str, str], payload: bytes, close: bool) -> bytes:
+@dataclass
+class _Wire:
+    """A response as it goes on the wire."""
+
+    status: int
+    headers: dict[str, str]
+    payload: bytes
+    content_type: str = "application/json"
+    # Reset: send only this many bytes of the payload (Content-Length still
+    # announces all of it), then close the connection.
+    send_only: int | None = None
+
+    @property
+    def sent_payload(self) -> bytes:
+        return self.payload if self.send_only is None else self.payload[: self.send_only]
+
+
+def _json_wire(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> _Wire:
+    return _Wire(status, headers or {}, _json_bytes(body))
+
+
+def _cut_point(size: int, fraction: float) -> int:
+    """Strictly inside the body, so a JSON object cut there never parses."""
+    return min(size - 1, max(1, int(size * fraction)))
+
+
+def _render_http(wire: _Wire, close: bool) -> bytes:
     """The whole response as one buffer, so it goes out in a single
     ``writer.write`` (see the TCP_NODELAY note in ``_handle_connection``)."""
     try:
-        reason = HTTPStatus(status).phrase
+        reason = HTTPStatus(wire.status).phrase
     except ValueError:
-        reason = "Overloaded" if status == 529 else "Unknown"
+        reason = "Overloaded" if wire.status == 529 else "Unknown"
     lines = [
-        f"HTTP/1.1 {status} {reason}",
-        "Content-Type: application/json",
-        f"Content-Length: {len(payload)}",
+        f"HTTP/1.1 {wire.status} {reason}",
+        f"Content-Type: {wire.content_type}",
+        f"Content-Length: {len(wire.payload)}",
     ]
-    lines += [f"{k}: {v}" for k, v in headers.items()]
+    lines += [f"{k}: {v}" for k, v in wire.headers.items()]
     if close:
         lines.append("Connection: close")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + wire.sent_payload
 
 
 async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> _HttpRequest | None:
@@ -501,9 +707,36 @@ async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
 class FakeLLMServer:
     """Fake OpenAI/Anthropic/Gemini endpoint; see the module docstring."""
 
-    def __init__(self, latency: float = 0.0) -> None:
+    def __init__(
+        self,
+        latency: float = 0.0,
+        *,
+        fault_rate: float = 0.0,
+        fault_seed: int = 0,
+        fault_kinds: Iterable[str] = FAULT_KINDS,
+        fault_hint: float = 1.0,
+        timeout_hang: float = 3600.0,
+    ) -> None:
+        """``fault_rate``: probability that a request not served from a queue gets a
+        random fault of ``fault_kinds`` (drawn from a ``random.Random(fault_seed)``);
+        ``fault_hint``: the seconds a "429_hint" fault asks to wait; ``timeout_hang``:
+        how long a "hang" fault waits (set it above the client's timeout)."""
+        if not 0.0 <= fault_rate <= 1.0:
+            raise ValueError(f"fault_rate must be within [0, 1], got {fault_rate}")
         self.latency: float = latency
         self.max_prompt_chars: int | None = None
+        # Which wording a too-long prompt gets (see CONTEXT_STYLES): Anthropic says
+        # either "prompt is too long" or "input length and `max_tokens` exceed context limit".
+        self.context_style: str = "too_long"
+        self.fault_rate, self.fault_seed = fault_rate, fault_seed
+        self.fault_kinds = _check_fault_kinds(fault_kinds)
+        self.fault_hint, self.timeout_hang = fault_hint, timeout_hang
+        # Injected faults by kind, and by request identity then kind.
+        self.fault_counts: collections.Counter[str] = collections.Counter()
+        self.faults_by_identity: dict[str, collections.Counter[str]] = {}
+        # Successful replies (a 200 Text, Refusal or Empty) by request identity: a
+        # count above 1 is a call that succeeded and was made again anyway.
+        self.success_counts: collections.Counter[str] = collections.Counter()
         # Runs on the server's event-loop thread, so it must not block.
         self.responder: Callable[[RecordedRequest], Reply] = lambda r: Text("ok")
         self.requests: list[RecordedRequest] = []
@@ -515,6 +748,7 @@ class FakeLLMServer:
 
         self._lock = threading.Lock()
         self._queues: dict[str | None, collections.deque[Reply]] = {}
+        self._fault_rng = random.Random(fault_seed)
         self._ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -539,17 +773,52 @@ class FakeLLMServer:
             )
 
     def reset(self) -> None:
+        """Forget requests, queues and counters; random faults start over from the seed."""
         with self._lock:
             self.requests.clear()
             self._queues.clear()
+            self.fault_counts.clear()
+            self.faults_by_identity.clear()
+            self.success_counts.clear()
+            self._fault_rng = random.Random(self.fault_seed)
 
-    def _next_reply(self, req: RecordedRequest) -> Reply:
+    def stats(self) -> dict[str, Any]:
+        """The counters as plain JSON (what ``GET /_stats`` returns)."""
+        with self._lock:
+            return {
+                "fault_rate": self.fault_rate,
+                "fault_seed": self.fault_seed,
+                "fault_kinds": list(self.fault_kinds),
+                "faults": dict(self.fault_counts),
+                "faults_by_identity": {k: dict(v) for k, v in self.faults_by_identity.items()},
+                "successes": dict(self.success_counts),
+            }
+
+    def _next_reply(self, req: RecordedRequest, identity: str) -> Reply:
+        """Queued replies first; then, in the random-fault mode, maybe a fault; then
+        the responder."""
         with self._lock:
             for key in (req.model, None):
                 q = self._queues.get(key)
                 if q:
                     return q.popleft()
+            kind = self._draw_fault()
+            if kind is not None:
+                self.fault_counts[kind] += 1
+                self.faults_by_identity.setdefault(identity, collections.Counter())[kind] += 1
+        if kind is not None:
+            return fault_reply(kind, req.api, hint=self.fault_hint, hang=self.timeout_hang)
         return self.responder(req)
+
+    def _draw_fault(self) -> str | None:
+        """One seeded draw per request (call with the lock held)."""
+        if self.fault_rate <= 0 or self._fault_rng.random() >= self.fault_rate:
+            return None
+        return self._fault_rng.choice(self.fault_kinds)
+
+    def _count_success(self, identity: str) -> None:
+        with self._lock:
+            self.success_counts[identity] += 1
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -649,21 +918,24 @@ class FakeLLMServer:
                 try:
                     http_req = await _read_request(reader, writer)
                 except _BadRequest as exc:
-                    writer.write(_render_http(400, {}, _json_bytes({"error": {"message": str(exc)}}), True))
+                    writer.write(_render_http(_json_wire(400, {"error": {"message": str(exc)}}), True))
                     await writer.drain()
                     break
                 if http_req is None:
                     break
+                try:
+                    wire = await self._dispatch(http_req)
+                except Exception:  # a bug here should not look like a network error
+                    traceback.print_exc()
+                    wire = _json_wire(500, {"error": {"message": "fake server crashed"}})
+                # A Reset ends its connection after part of the body: the client
+                # sees EOF before Content-Length bytes arrived.
                 close = (
                     http_req.headers.get("connection", "").lower() == "close"
                     or http_req.version == "HTTP/1.0"
+                    or wire.send_only is not None
                 )
-                try:
-                    status, headers, payload = await self._dispatch(http_req)
-                except Exception:  # a bug here should not look like a network error
-                    traceback.print_exc()
-                    status, headers, payload = 500, {}, {"error": {"message": "fake server crashed"}}
-                writer.write(_render_http(status, headers, _json_bytes(payload), close))
+                writer.write(_render_http(wire, close))
                 await writer.drain()
                 if close:
                     break
@@ -675,9 +947,11 @@ class FakeLLMServer:
             self._conn_tasks.discard(task)
             writer.close()
 
-    async def _dispatch(self, http_req: _HttpRequest) -> _Response:
+    async def _dispatch(self, http_req: _HttpRequest) -> _Wire:
         arrival = time.monotonic()
         path = unquote(http_req.target.split("?", 1)[0])
+        if path == "/_stats" and http_req.method == "GET":
+            return _json_wire(200, self.stats())
 
         api: str | None = None
         url_model = ""
@@ -688,7 +962,7 @@ class FakeLLMServer:
         elif m := _GEMINI_PATH.match(path):
             api, url_model = "gemini", m.group("model")
         if api is None or http_req.method != "POST":
-            return 404, {}, {"error": {"message": f"Not found: {http_req.method} {path}", "code": 404}}
+            return _json_wire(404, {"error": {"message": f"Not found: {http_req.method} {path}", "code": 404}})
 
         try:
             body = json.loads(http_req.body)
@@ -719,13 +993,17 @@ class FakeLLMServer:
 
         # The reply is chosen on arrival so queued replies are consumed in
         # arrival order; the context-length check does not consume the queue.
+        identity = request_identity(api, model, prompt)
         limit = self.max_prompt_chars
         reply: Reply
         if limit is not None and len(prompt) > limit:
-            reply = _context_length_error(api, limit, len(prompt))
+            max_tokens = body.get("max_tokens")
+            reply = _context_length_error(api, limit, len(prompt),
+                                          max_tokens if isinstance(max_tokens, int) else 0,
+                                          self.context_style)
         else:
             try:
-                reply = self._next_reply(req)
+                reply = self._next_reply(req, identity)
             except Exception:
                 traceback.print_exc()
                 reply = Error(500, "fake server responder raised")
@@ -735,14 +1013,34 @@ class FakeLLMServer:
         if isinstance(reply, Hang):
             await asyncio.sleep(reply.seconds)
             reply = Text("late")
-        return self._render(api, reply, model, _estimate_tokens(all_text))
+        elif isinstance(reply, (Text, Refusal, Empty)):
+            # A Hang's late answer is not counted: its client has given up on it.
+            self._count_success(identity)
+        wire = self._render(api, reply, model, _estimate_tokens(all_text))
+        req.response = wire.sent_payload
+        return wire
 
-    def _render(self, api: str, reply: Reply, model: str, prompt_tokens: int = 0) -> _Response:
+    def _render(self, api: str, reply: Reply, model: str, prompt_tokens: int = 0) -> _Wire:
+        n = next(self._ids)
         if isinstance(reply, Raw):
-            return reply.status, {}, reply.body
+            return _json_wire(reply.status, reply.body)
+        if isinstance(reply, NotJson):
+            return _Wire(200, {}, reply.body.encode("utf-8"))
+        if isinstance(reply, Html):
+            return _Wire(200, {}, reply.body.encode("utf-8"), content_type="text/html; charset=utf-8")
+        if isinstance(reply, WrongShape):
+            return _json_wire(200, _wrong_shape(api, model, n, prompt_tokens, reply.null))
+        if isinstance(reply, (CutOff, Reset)):
+            status, headers, body = _RENDERERS[api](Text(reply.text), model, n, prompt_tokens)
+            payload = _json_bytes(body)
+            cut = _cut_point(len(payload), reply.fraction)
+            if isinstance(reply, CutOff):
+                return _Wire(status, headers, payload[:cut])
+            return _Wire(status, headers, payload, send_only=cut)
         if not isinstance(reply, (Text, Refusal, Empty, Error)):
             reply = Error(500, f"fake server: unsupported reply {reply!r}")
-        return _RENDERERS[api](reply, model, next(self._ids), prompt_tokens)
+        status, headers, body = _RENDERERS[api](reply, model, n, prompt_tokens)
+        return _json_wire(status, body, headers)
 
 
 def _json_bytes(obj: Any) -> bytes:
@@ -765,14 +1063,32 @@ async def _serve_cli(server: FakeLLMServer) -> None:
     await server._shutdown()
 
 
+def _kinds_arg(text: str) -> tuple[str, ...]:
+    try:
+        return _check_fault_kinds(k.strip() for k in text.split(",") if k.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds to wait before each reply")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = pick a free one)")
     parser.add_argument("--reply-text", default=DEFAULT_REPLY_TEXT, help="reply to non-judge prompts")
+    parser.add_argument("--fault-rate", type=float, default=0.0,
+                        help="probability of a random fault per request (0 = none)")
+    parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws")
+    parser.add_argument("--fault-kinds", type=_kinds_arg, default=FAULT_KINDS,
+                        help=f"comma-separated subset of {','.join(FAULT_KINDS)} (default: all)")
+    parser.add_argument("--fault-hint", type=float, default=1.0,
+                        help="seconds a 429_hint fault asks the client to wait")
+    parser.add_argument("--timeout-hang", type=float, default=60.0,
+                        help="seconds a hang fault waits before answering (above the client timeout)")
     args = parser.parse_args(argv)
 
-    server = FakeLLMServer(latency=args.latency)
+    server = FakeLLMServer(latency=args.latency, fault_rate=args.fault_rate, fault_seed=args.fault_seed,
+                           fault_kinds=args.fault_kinds, fault_hint=args.fault_hint,
+                           timeout_hang=args.timeout_hang)
     server.port = args.port
     server.keep_requests = False  # nobody can read them from another process
     server.responder = functools.partial(default_benchmark_responder, reply_text=args.reply_text)
@@ -780,4 +1096,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

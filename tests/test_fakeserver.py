@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.client
 import json
 import os
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,14 +23,21 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 from tests.fakeserver import (
+    FAULT_KINDS,
+    CutOff,
     Empty,
     Error,
     FakeLLMServer,
     Hang,
+    Html,
+    NotJson,
     RecordedRequest,
     Refusal,
+    Reset,
     Text,
+    WrongShape,
     default_benchmark_responder,
+    request_identity,
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -395,3 +404,251 @@ def test_cli_subprocess() -> None:
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=10) == 0
+
+
+# -- broken replies, at the HTTP level ---------------------------------------
+
+API_PATHS = {
+    "openai": "/v1/chat/completions",
+    "anthropic": "/v1/messages",
+    "gemini": "/v1beta/models/gemini-test:generateContent",
+}
+
+
+def request_body(api: str, prompt: str = "hi") -> bytes:
+    if api == "gemini":
+        return json.dumps({"contents": [{"role": "user", "parts": [{"text": prompt}]}]}).encode()
+    return json.dumps({"model": f"{api}-test", "max_tokens": 64,
+                       "messages": [{"role": "user", "content": prompt}]}).encode()
+
+
+def post(srv: FakeLLMServer, api: str, prompt: str = "hi") -> http.client.HTTPResponse:
+    """One request on its own connection; the caller reads (or fails to read) the body."""
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    conn.request("POST", API_PATHS[api], body=request_body(api, prompt),
+                 headers={"Content-Type": "application/json"})
+    return conn.getresponse()
+
+
+# How each API's completion body starts (ids and timestamps follow).
+REPLY_START = {"openai": b'{"id":"chatcmpl-', "anthropic": b'{"id":"msg_', "gemini": b'{"candidates":[{"content":'}
+
+
+@pytest.mark.parametrize("api", API_PATHS)
+def test_reset_closes_the_connection_mid_body(server: FakeLLMServer, api: str) -> None:
+    server.queue(Reset())
+    resp = post(server, api)
+    assert resp.status == 200
+    length = int(resp.getheader("Content-Length") or 0)
+    with pytest.raises(http.client.IncompleteRead) as exc:
+        resp.read()
+    partial = exc.value.partial
+    assert partial.startswith(REPLY_START[api]) and len(partial) == length // 2
+    assert server.requests[0].response == partial
+    # The server carries on with new connections.
+    server.queue(Text("fine"))
+    with post(server, api) as resp:
+        assert json.loads(resp.read())
+
+
+@pytest.mark.parametrize("api", API_PATHS)
+def test_cutoff_is_a_complete_response_with_truncated_json(server: FakeLLMServer, api: str) -> None:
+    server.queue(CutOff())
+    with post(server, api) as resp:
+        body = resp.read()   # no IncompleteRead: Content-Length matches what was sent
+        assert resp.status == 200 and resp.getheader("Content-Type") == "application/json"
+        assert int(resp.getheader("Content-Length") or 0) == len(body) > 0
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(body)
+    assert body.startswith(REPLY_START[api]) and server.requests[0].response == body
+
+
+@pytest.mark.parametrize("api", API_PATHS)
+def test_not_json_body_labelled_json(server: FakeLLMServer, api: str) -> None:
+    server.queue(NotJson(), NotJson("Bad gateway"))
+    for expected in (NotJson().body, "Bad gateway"):
+        with post(server, api) as resp:
+            assert resp.status == 200 and resp.getheader("Content-Type") == "application/json"
+            assert resp.read().decode() == expected
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(NotJson().body)
+
+
+@pytest.mark.parametrize("api", API_PATHS)
+def test_html_page_200(server: FakeLLMServer, api: str) -> None:
+    server.queue(Html())
+    with post(server, api) as resp:
+        assert resp.status == 200
+        assert (resp.getheader("Content-Type") or "").startswith("text/html")
+        page = resp.read().decode()
+    assert page.startswith("<!DOCTYPE html>") and "</html>" in page
+
+
+@pytest.mark.parametrize("null", [False, True])
+@pytest.mark.parametrize("api, field", [("openai", "choices"), ("anthropic", "content"), ("gemini", "candidates")])
+def test_wrong_shape_lacks_the_answer_field(server: FakeLLMServer, api: str, field: str, null: bool) -> None:
+    server.queue(WrongShape(null=null))
+    with post(server, api) as resp:
+        assert resp.status == 200
+        body = json.loads(resp.read())
+    assert isinstance(body, dict) and body   # well-formed JSON, API-looking
+    assert (field in body) == null and body.get(field) is None
+    if api == "openai":
+        assert body["object"] == "chat.completion"
+    elif api == "anthropic":
+        assert body["type"] == "message"
+    else:
+        assert "usageMetadata" in body
+
+
+def test_gemini_retry_delay_in_error_details(server: FakeLLMServer) -> None:
+    server.queue(Error(429, "quota", retry_delay=1.5))
+    with pytest.raises(genai_errors.ClientError) as ge:
+        ask_gemini(server)
+    assert ge.value.code == 429 and "retry-after" not in ge.value.response.headers
+    details = ge.value.details["error"]["details"]
+    retry_info = [d for d in details if d["@type"] == "type.googleapis.com/google.rpc.RetryInfo"]
+    assert retry_info == [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}]
+    assert details[-1] == retry_info[0] and len(details) > 1   # found by type, not position
+
+    # The other APIs have no such body field: their hint is a header.
+    server.queue(Error(429, "slow", retry_delay=1.5))
+    with pytest.raises(openai.RateLimitError) as oe:
+        ask_openai(server)
+    assert oe.value.body == {"message": "slow", "type": "invalid_request_error", "param": None, "code": None}
+
+
+def test_anthropic_context_limit_wording(server: FakeLLMServer) -> None:
+    server.max_prompt_chars = 10
+    server.context_style = "exceed_limit"
+    with pytest.raises(anthropic.BadRequestError) as ae:
+        ask_anthropic(server, "x" * 11)
+    assert "input length and `max_tokens` exceed context limit: 11 + 64 > 10" in str(ae.value)
+    # The other APIs keep their one wording.
+    with pytest.raises(openai.BadRequestError) as oe:
+        ask_openai(server, "x" * 11)
+    assert oe.value.code == "context_length_exceeded"
+
+
+# -- the random-fault mode ------------------------------------------------------
+
+
+def outcome_of(srv: FakeLLMServer, api: str, prompt: str) -> str:
+    """What a client saw: the status and whether the body was a whole JSON object."""
+    resp = post(srv, api, prompt)
+    try:
+        body = resp.read()
+    except http.client.IncompleteRead:
+        return f"{resp.status} incomplete"
+    finally:
+        resp.close()
+    try:
+        kind = "json" if isinstance(json.loads(body), dict) else "other"
+    except ValueError:
+        kind = "not-json"
+    return f"{resp.status} {kind}"
+
+
+def drive(srv: FakeLLMServer, n: int) -> list[str]:
+    return [outcome_of(srv, ("openai", "anthropic", "gemini")[i % 3], f"q{i}") for i in range(n)]
+
+
+def test_random_faults_are_seeded_counted_and_cover_every_kind() -> None:
+    def faulty() -> FakeLLMServer:
+        return FakeLLMServer(fault_rate=0.5, fault_seed=7, timeout_hang=0.01)
+
+    with faulty() as first:
+        seen = drive(first, 120)
+        stats = first.stats()
+    with faulty() as second:
+        assert drive(second, 120) == seen   # same seed, same requests: same faults
+        assert second.stats() == stats
+
+    faults, successes = stats["faults"], stats["successes"]
+    assert set(faults) == set(FAULT_KINDS)   # every kind drawn at least once in 120
+    assert sum(faults.values()) + sum(successes.values()) == 120
+    assert 30 < sum(faults.values()) < 90
+    assert sum(1 for s in seen if s == "200 json") >= sum(successes.values())
+    assert "200 incomplete" in seen and "200 not-json" in seen and "429 json" in seen
+    # Each request had its own prompt: one identity each, counted once.
+    by_identity = stats["faults_by_identity"]
+    assert sum(sum(k.values()) for k in by_identity.values()) == sum(faults.values())
+    assert set(successes.values()) == {1} and not set(successes) & set(by_identity)
+
+
+def test_queued_replies_are_never_faulted() -> None:
+    with FakeLLMServer(fault_rate=1.0, fault_kinds=["500"]) as srv:
+        srv.queue(Text("scripted"))
+        assert ask_openai(srv).choices[0].message.content == "scripted"
+        with pytest.raises(openai.InternalServerError):
+            ask_openai(srv)
+        assert srv.fault_counts == {"500": 1}
+
+
+def test_success_counts_by_identity() -> None:
+    with FakeLLMServer() as srv:
+        ask_openai(srv, "same", model="m1")
+        ask_openai(srv, "same", model="m1")
+        ask_openai(srv, "same", model="m2")
+        ask_anthropic(srv, "same", model="m1")
+        srv.queue(Error(503), Hang(0.01))   # neither is a success
+        for _ in range(2):
+            with contextlib.suppress(openai.InternalServerError):
+                ask_openai(srv, "other", model="m1")
+        assert srv.success_counts == {
+            request_identity("openai", "m1", "same"): 2,
+            request_identity("openai", "m2", "same"): 1,
+            request_identity("anthropic", "m1", "same"): 1,
+        }
+        assert srv.fault_counts == {}   # scripted replies are not injected faults
+        srv.reset()
+        assert srv.success_counts == {} and srv.stats()["successes"] == {}
+
+
+def test_stats_endpoint_matches_the_counters() -> None:
+    with FakeLLMServer(fault_rate=1.0, fault_kinds=["503", "html"], fault_seed=1) as srv:
+        drive(srv, 6)
+        srv.queue(Text("ok"))
+        ask_gemini(srv)
+        with urllib.request.urlopen(srv.url + "/_stats", timeout=10) as resp:
+            stats = json.loads(resp.read())
+        assert stats == srv.stats()
+        assert sum(stats["faults"].values()) == 6 and set(stats["faults"]) <= {"503", "html"}
+        assert stats["successes"] == {request_identity("gemini", "gemini-2.5-flash", "hello"): 1}
+        assert (stats["fault_rate"], stats["fault_seed"], stats["fault_kinds"]) == (1.0, 1, ["503", "html"])
+
+
+def test_bad_fault_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown fault kind"):
+        FakeLLMServer(fault_kinds=["500", "teapot"])
+    with pytest.raises(ValueError, match="fault_rate"):
+        FakeLLMServer(fault_rate=1.5)
+
+
+def test_cli_fault_flags() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.fakeserver", "--fault-rate", "1", "--fault-kinds", "529,hang",
+         "--fault-seed", "3", "--timeout-hang", "0.01"],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip().split(" ", 1)[1]
+            port = int(url.rsplit(":", 1)[1])
+            srv = FakeLLMServer()   # only to address the subprocess with the helpers above
+            srv.port = port
+            seen = drive(srv, 8)
+            assert set(seen) <= {"529 json", "200 json"}   # a 0.01 s hang answers late
+            with urllib.request.urlopen(url + "/_stats", timeout=10) as resp:
+                stats = json.loads(resp.read())
+            assert sum(stats["faults"].values()) == 8 and set(stats["faults"]) <= {"529", "hang"}
+            assert stats["faults"].get("529", 0) == seen.count("529 json")
+            assert stats["successes"] == {}
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=10) == 0
+    bad = subprocess.run([sys.executable, "-m", "tests.fakeserver", "--fault-kinds", "nope"],
+                         cwd=REPO_ROOT, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    assert bad.returncode == 2 and "unknown fault kind" in bad.stderr
