@@ -47,7 +47,8 @@ def usage_by_stage(config: RunConfig, stores: Mapping[str, Mapping[str, Record]]
     totals: dict[str, dict[str, dict[str, Any]]] = {}
     for stage, records in stores.items():
         rows: dict[str, dict[str, Any]] = defaultdict(
-            lambda: {"calls": 0, "attempts": 0, "input_tokens": 0, "output_tokens": 0})
+            lambda: {"calls": 0, "attempts": 0, "input_tokens": 0, "output_tokens": 0,
+                     "reasoning_tokens": 0})
         for record in records.values():
             if not record.get("attempts"):
                 continue   # decided without a call (out of context, exact match)
@@ -57,7 +58,9 @@ def usage_by_stage(config: RunConfig, stores: Mapping[str, Mapping[str, Record]]
             row["attempts"] += record["attempts"]
             usage = record.get("usage") or {}
             row["input_tokens"] += usage.get("input_tokens", 0)
+            # Reasoning tokens are already inside output_tokens (reading 20): shown, not added.
             row["output_tokens"] += usage.get("output_tokens", 0)
+            row["reasoning_tokens"] += usage.get("reasoning_tokens") or 0
         for model, row in rows.items():
             row["cost_usd"] = cost_usd(model, row["input_tokens"], row["output_tokens"], config.prices)
         totals[stage] = dict(rows)

@@ -8,6 +8,7 @@ exit 2 by itself, so the aggregate stage writes ``status.json`` and this command
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -15,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from evalnb.errors import ConfigError, EvalnbError
+from evalnb.lock import TOKEN_ENV
+from evalnb.redaction import redact
+from evalnb.project import init_project, project_dir
 from evalnb.records import read_json_if_exists
 
 STAGES = ("generate", "judge", "aggregate", "report")
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = project_dir()   # notebooks/ and params/: the checkout's, or the wheel's project template
 NOTEBOOKS = PROJECT / "notebooks"
 COMPARE_NOTEBOOK = NOTEBOOKS / "05_compare.ipynb"
 # (parameters file, another offline contestant for a second run of that file, or None)
@@ -49,7 +53,30 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
 
     from evalnb.pipeline import open_run
 
-    run = open_run(params, sets, require_keys=True)   # validates everything before a notebook starts
+    # Validates everything before a notebook starts, then holds the run directory: a second
+    # process is refused, and only this command's own stage kernels are let in (evalnb.lock).
+    run = open_run(params, sets, require_keys=True)
+    assert run.lock is not None
+    os.environ[TOKEN_ENV] = run.lock.token
+    try:
+        failed = _execute(run, stages, papermill, PapermillExecutionError)
+    finally:
+        run.close()
+    if failed or "aggregate" not in stages:
+        return EXIT_ERROR if failed else EXIT_OK
+    status = read_json_if_exists(run.path("status.json")) or {"state": "error"}
+    print(f"evalnb: run {status['state']}: {run.dir}", file=sys.stderr)
+    if status["state"] == "complete":
+        return EXIT_OK
+    if status["state"] == "incomplete":
+        print(f"evalnb: resumable work remains {status.get('resumable')}; run the same "
+              "command again to resume", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return EXIT_ERROR
+
+
+def _execute(run: Any, stages: Sequence[str], papermill: Any, execution_error: type[Exception]) -> bool:
+    """Each stage's notebook in turn; False as soon as one fails (its real cause printed)."""
     if "aggregate" in stages:
         run.path("status.json").unlink(missing_ok=True)
     for stage in stages:
@@ -61,27 +88,51 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
                 parameters={"config": run.config.to_dict()}, kernel_name="python3",
                 cwd=str(run.dir), progress_bar=False, start_timeout=120,
                 coalesce_streams=True)   # one tqdm bar, not a stream output per update
-        except PapermillExecutionError as e:
+        except execution_error as e:
+            redact_notebook(output)
             render_html(output)
-            print(f"evalnb: {stage} stage failed: {e.ename}: {e.evalue.strip()} (record: {output})",
+            print(f"evalnb: {stage} stage failed: {failure_cause(output, e)} (record: {output})",
                   file=sys.stderr)
-            return EXIT_ERROR
+            return True
         except Exception as e:   # the kernel died or timed out: the record may look clean
-            print(f"evalnb: {stage} stage did not finish: {type(e).__name__}: {e} (record: {output})",
-                  file=sys.stderr)
-            return EXIT_ERROR
+            redact_notebook(output)
+            print(f"evalnb: {stage} stage did not finish: {redact(f'{type(e).__name__}: {e}')} "
+                  f"(record: {output})", file=sys.stderr)
+            return True
+        redact_notebook(output)
         render_html(output)
-    if "aggregate" not in stages:
-        return EXIT_OK
-    status = read_json_if_exists(run.path("status.json")) or {"state": "error"}
-    print(f"evalnb: run {status['state']}: {run.dir}", file=sys.stderr)
-    if status["state"] == "complete":
-        return EXIT_OK
-    if status["state"] == "incomplete":
-        print(f"evalnb: resumable work remains {status.get('resumable')}; run the same "
-              "command again to resume", file=sys.stderr)
-        return EXIT_INCOMPLETE
-    return EXIT_ERROR
+    return False
+
+
+def failure_cause(notebook: Path, error: Exception) -> str:
+    """The exception a stage cell raised, on one line: its type and message, read from the
+    executed notebook (papermill's own exception may carry only a wrapper's empty message)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(notebook, as_version=4)
+    except (OSError, ValueError):
+        nb = None
+    for cell in (nb.cells if nb else []):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error" and out.get("ename") != "PapermillExecutionError":
+                return redact(_one_line(f"{out['ename']}: {out['evalue']}"))
+    return redact(_one_line(f"{getattr(error, 'ename', type(error).__name__)}: "
+                            f"{getattr(error, 'evalue', error)}"))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def redact_notebook(notebook: Path) -> None:
+    """Key values out of an executed record (a provider error or a traceback may show one)."""
+    if not notebook.exists():
+        return
+    text = notebook.read_text("utf-8")
+    clean = redact(text)
+    if clean != text:
+        notebook.write_text(clean, "utf-8")
 
 
 def estimate_command(params: Path, sets: Sequence[str]) -> int:
@@ -190,6 +241,21 @@ def demo(outputs: Path) -> int:
     return worst
 
 
+def init_command(folder: Path, force: bool) -> int:
+    """Copy the notebooks, example parameters, sample data and example rater into ``folder``."""
+    try:
+        written = init_project(folder.resolve(), force=force)
+    except (FileExistsError, OSError) as e:
+        print(f"evalnb: error: init: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    for part in sorted({p.relative_to(folder.resolve()).parts[0] for p in written}):
+        print(f"evalnb init: {folder / part}/")
+    print(f"evalnb init: {len(written)} files. Open {folder / 'notebooks'} in JupyterLab (the notebooks read "
+          f"../params/demo_wildtrace.yaml and write under {folder / 'outputs'}), or run "
+          "`evalnb run params/demo_wildtrace.yaml` there.", file=sys.stderr)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="evalnb", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -220,7 +286,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     render_p.add_argument("--no-input", action="store_true", help="hide the code cells")
     demo_p = sub.add_parser("demo", help="run the shipped samples through the offline baselines")
     demo_p.add_argument("--outputs", type=Path, default=Path("outputs"))
+    init_p = sub.add_parser("init", help="copy the stage notebooks, example parameters and sample data into "
+                                         "a folder, ready for JupyterLab")
+    init_p.add_argument("folder", type=Path, nargs="?", default=Path("."), help="default: the current directory")
+    init_p.add_argument("--force", action="store_true", help="overwrite files that differ")
     args = parser.parse_args(argv)
+    if args.command == "init":
+        return init_command(args.folder, args.force)
     try:
         if args.command == "run":
             stages = [s for s in STAGES if s in (args.stage or STAGES)]
@@ -236,7 +308,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return render_command(args.folder, args.no_input)
         return demo(args.outputs.resolve())
     except EvalnbError as e:
-        print(f"evalnb: error: {e}", file=sys.stderr)
+        print(f"evalnb: error: {redact(str(e))}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as e:   # a path the checks could not foresee (a full disk, a race)
+        print(f"evalnb: error: {redact(f'{type(e).__name__}: {e}')}", file=sys.stderr)
         return EXIT_ERROR
 
 

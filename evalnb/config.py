@@ -9,9 +9,12 @@ secret: keys live in environment variables that the parameters only name.
 
 from __future__ import annotations
 
+import datetime as dt
+import difflib
+import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,7 @@ class EndpointConfig:
     token_param: str = "max_tokens"    # OpenAI reasoning models want max_completion_tokens
     api_version: str | None = None     # gemini: v1beta by default
     command: list[str] | None = None   # command provider: argv, prompt on stdin
+    env: list[str] | None = None       # command provider: variables passed on besides the basics
     approximation: bool = False        # a stand-in, not a model (e.g. an example rater): label outputs
     role: str = "model"                # where it sits in the parameters, for messages
 
@@ -61,6 +65,11 @@ class RunConfig:
     retry: RetryPolicy = RetryPolicy()
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)   # benchmark-specific keys
+    source: str = "parameters"   # the parameters file, for messages (not a parameter itself)
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        """A configuration error naming the parameters file and the key."""
+        return ConfigError(f"{self.source}: {key}: {problem}")
 
     def judge_roles(self) -> list[tuple[str, EndpointConfig]]:
         """``("judge1", endpoint), ...``: the keys judge records and provider pools use."""
@@ -115,6 +124,8 @@ def read_params_file(path: Path) -> dict[str, Any]:
         mark = getattr(e, "problem_mark", None)
         where = f", line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{path}{where}: not valid YAML/JSON ({getattr(e, 'problem', e)})") from None
+    except ValueError as e:   # PyYAML builds dates itself: `2026-02-30` fails outside YAMLError
+        raise ConfigError(f"{path}: not valid YAML/JSON ({e})") from None
     if not isinstance(params, dict):
         raise ConfigError(f"{path}: expected a mapping of parameters at the top level")
     return params
@@ -139,12 +150,47 @@ def apply_sets(params: dict[str, Any], sets: Sequence[str]) -> dict[str, Any]:
 
 
 def absolutise(params: dict[str, Any], keys: Sequence[str], base: Path) -> dict[str, Any]:
+    """Relative paths made absolute against ``base``; a list of paths (one per run) too."""
+    def fix(value: Any) -> Any:
+        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+            return str((base / value).resolve())
+        return value
     out = dict(params)
     for key in keys:
-        value = out.get(key)
-        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
-            out[key] = str((base / value).resolve())
+        if key in out:
+            value = out[key]
+            out[key] = [fix(v) for v in value] if isinstance(value, list) else fix(value)
     return out
+
+
+def closest(key: str, known: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for a misspelt key, or nothing when no known key is close."""
+    match = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]}?)" if match else ""
+
+
+def unknown_keys(unknown: Sequence[str], known: Iterable[str]) -> str:
+    """``concurency (did you mean concurrency?)``, for each unknown key."""
+    known = sorted(known)
+    return ", ".join(f"{k}{closest(str(k), known)}" for k in unknown)
+
+
+def plain_json(value: Any, key: str, source: str) -> Any:
+    """``value`` with YAML dates as ISO strings; refused if anything else is not JSON.
+
+    The resolved parameters are written to config.json and injected by papermill, so every
+    value must survive JSON; checking here means nothing is written before they are known to.
+    """
+    if isinstance(value, (dt.date, dt.datetime)):   # `rating_date: 2026-03-14` unquoted
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {(k.isoformat() if isinstance(k, dt.date) else k): plain_json(v, f"{key}.{k}", source)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v, f"{key}[{i}]", source) for i, v in enumerate(value)]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise ConfigError(f"{source}: {key}: {type(value).__name__} is not a JSON value")
 
 
 def absolutise_commands(params: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -163,20 +209,22 @@ def absolutise_commands(params: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
-def _endpoint(raw: Any, role: str, default_concurrency: int) -> EndpointConfig:
+def _endpoint(raw: Any, role: str, default_concurrency: int, source: str) -> EndpointConfig:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{role}: expected a mapping with provider and name")
+        raise ConfigError(f"{source}: {role}: expected a mapping with provider and name")
     known = {f.name for f in fields(EndpointConfig)} - {"role"}
     unknown = sorted(set(raw) - known)
     if unknown:
-        raise ConfigError(f"{role}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        raise ConfigError(f"{source}: {role}: unknown key(s) {unknown_keys(unknown, known)}; "
+                          f"known: {', '.join(sorted(known))}")
     for key in ("provider", "name"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise ConfigError(f"{role}.{key}: required, a non-empty string")
+            raise ConfigError(f"{source}: {role}.{key}: required, a non-empty string")
     if raw["provider"] not in PROVIDERS:
-        raise ConfigError(f"{role}.provider: {raw['provider']!r} is not one of {', '.join(PROVIDERS)}")
+        raise ConfigError(f"{source}: {role}.provider: {raw['provider']!r} is not one of "
+                          f"{', '.join(PROVIDERS)}{closest(str(raw['provider']), PROVIDERS)}")
     endpoint = EndpointConfig(**raw, role=role)
-    _check_types(endpoint, role)
+    _check_types(endpoint, f"{source}: {role}")
     if endpoint.command and endpoint.command[0] == "python":
         # "python" means the interpreter running evalnb, whatever PATH holds.
         endpoint = replace(endpoint, command=[sys.executable, *endpoint.command[1:]])
@@ -204,6 +252,9 @@ def _check_types(e: EndpointConfig, role: str) -> None:
     if e.provider == "command" and (not isinstance(e.command, list) or not e.command
                                     or not all(isinstance(a, str) for a in e.command)):
         raise bad("command", "a non-empty list of strings (argv; no shell)")
+    if e.env is not None and (not isinstance(e.env, list) or not all(
+            isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) for v in e.env)):
+        raise bad("env", "a list of environment variable NAMES")
     for key in ("base_url", "api_key_env", "api_version"):
         if getattr(e, key) is not None and not isinstance(getattr(e, key), str):
             raise bad(key, "a string")
@@ -211,17 +262,21 @@ def _check_types(e: EndpointConfig, role: str) -> None:
         raise bad("api_key_env", "the NAME of an environment variable (never the key itself)")
 
 
-def _retry(raw: Any) -> RetryPolicy:
+def _retry(raw: Any, source: str) -> RetryPolicy:
     if raw is None:
         return RetryPolicy()
     if not isinstance(raw, Mapping):
-        raise ConfigError("retry: expected a mapping")
+        raise ConfigError(f"{source}: retry: expected a mapping")
     known = {f.name for f in fields(RetryPolicy)}
     if set(raw) - known:
-        raise ConfigError(f"retry: unknown key(s) {', '.join(sorted(set(raw) - known))}")
+        raise ConfigError(f"{source}: retry: unknown key(s) {unknown_keys(sorted(set(raw) - known), known)}")
     policy = RetryPolicy(**raw)
-    if not isinstance(policy.max_retries, int) or policy.max_retries < 0:
-        raise ConfigError("retry.max_retries: expected a non-negative integer")
+    if not isinstance(policy.max_retries, int) or isinstance(policy.max_retries, bool) or policy.max_retries < 0:
+        raise ConfigError(f"{source}: retry.max_retries: expected a non-negative integer")
+    for key in ("base_delay", "max_delay", "retry_after_cap"):
+        value = getattr(policy, key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{source}: retry.{key}: expected a non-negative number of seconds, got {value!r}")
     return policy
 
 
@@ -232,9 +287,11 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
     if secrets:
         raise ConfigError(f"{source}: refusing parameters that hold a key value ({', '.join(secrets)}); "
                           "put the key in an environment variable and name it with api_key_env")
-    unknown = sorted(set(params) - set(COMMON_KEYS) - set(option_defaults))
+    known = (*COMMON_KEYS, *option_defaults)
+    unknown = sorted(set(params) - set(known), key=str)
     if unknown:
-        raise ConfigError(f"{source}: unknown parameter(s) {', '.join(unknown)}")
+        raise ConfigError(f"{source}: unknown parameter(s) {unknown_keys(unknown, known)}")
+    params = {k: plain_json(v, str(k), source) for k, v in params.items()}
     run_name = params.get("run_name")
     if not isinstance(run_name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", run_name):
         raise ConfigError(f"{source}: run_name: required, letters, digits, '.', '_' or '-'")
@@ -258,14 +315,16 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         p = Path(str(value)).expanduser()
         return p if p.is_absolute() else (base / p).resolve()
 
+    corpus = path(params["corpus"]) if params.get("corpus") else None
     options = {k: params.get(k, default) for k, default in option_defaults.items()}
-    return RunConfig(
+    config = RunConfig(
         benchmark=str(params["benchmark"]), run_name=run_name,
         output_dir=path(params.get("output_dir") or Path("outputs") / run_name),
         data=path(params["data"]),
-        corpus=path(params["corpus"]) if params.get("corpus") else None,
-        concurrency=concurrency,
-        model=_endpoint(params.get("model") or NO_MODEL, "model", concurrency),
-        judges=tuple(_endpoint(j, f"judges[{i}]", concurrency) for i, j in enumerate(judges_raw)),
-        retry=_retry(params.get("retry")), prices=dict(prices), options=options,
+        corpus=corpus, concurrency=concurrency,
+        model=_endpoint(params.get("model") or NO_MODEL, "model", concurrency, source),
+        judges=tuple(_endpoint(j, f"judges[{i}]", concurrency, source) for i, j in enumerate(judges_raw)),
+        retry=_retry(params.get("retry"), source), prices=dict(prices), options=options, source=source,
     )
+    json.dumps(config.to_dict())   # cannot fail now (plain_json); a failure here is a bug, not input
+    return config

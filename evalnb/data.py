@@ -6,6 +6,7 @@ JSON and JSONL reading, typed field access, and the corpus directory.
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 from evalnb.errors import DataError
 
 T = TypeVar("T")
+UTF8_BLOCK = 1 << 20
 
 
 def read_json(path: Path) -> Any:
@@ -135,6 +137,24 @@ class Corpus:
         if not candidate.is_file():
             raise where.error(f"corpus file not found: {self.root / name}", "corpus_file")
         return candidate
+
+    def check_utf8(self, name: str, where: Where) -> None:
+        """Fail now, naming the task, if a document would not decode when its call is made.
+
+        Streamed in blocks, so memory stays bounded whatever the document's size.
+        """
+        path = self.root / name
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        offset = 0
+        try:
+            with path.open("rb") as f:
+                while block := f.read(UTF8_BLOCK):
+                    decoder.decode(block)
+                    offset += len(block)
+                decoder.decode(b"", final=True)
+        except UnicodeDecodeError as e:
+            raise where.error(f"corpus file {path} is not UTF-8 ({e.reason} near byte {offset + e.start})",
+                              "corpus_file") from None
 
     def read(self, name: str) -> str:
         """The decoded text, exactly: bytes decoded as UTF-8, newlines untouched."""

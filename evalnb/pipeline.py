@@ -20,7 +20,11 @@ from evalnb import config as cfg
 from evalnb.accounting import usage_by_stage
 from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
 from evalnb.config import EndpointConfig, RunConfig
+from evalnb import lock
 from evalnb.errors import ConfigError
+from evalnb.lock import RunLock
+from evalnb.preflight import check_paths
+from evalnb.redaction import register_secret_values
 from evalnb.fingerprint import check_or_record, fingerprint
 from evalnb.manifest import update_manifest, utc_now
 from evalnb.providers import make_provider
@@ -39,6 +43,13 @@ class Run:
     tasks: Sequence[Task]
     fingerprint: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    lock: RunLock | None = None
+
+    def close(self) -> None:
+        """Let another process run this directory (the lock is also freed when this one exits)."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     @property
     def dir(self) -> Path:
@@ -89,9 +100,12 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     config, bench = load_config(source, sets)
     if require_keys:
         check_keys(config)
+    check_paths(config, "parameters" if isinstance(source, Mapping) else str(source))
     warnings = bench.check_config(config)
     tasks = bench.load_tasks(config)
     run = Run(config, bench, tasks, fingerprint(bench.fingerprint_parts(config, tasks)), warnings)
+    register_secret_values(e.api_key_env for e in (config.model, *config.judges))
+    run.lock = lock.acquire(run.dir)   # the first write: refused if another process runs here
     check_or_record(run.path("fingerprint.json"), run.fingerprint)
     write_json(run.path("config.json"), config.to_dict())
     for warning in warnings:

@@ -37,13 +37,23 @@ class Outcome:
     waits: list[float] = field(default_factory=list)
 
 
+def as_provider_error(error: Exception) -> ProviderError:
+    """A provider's classified failure as is; anything else it raised (an SDK's own bug, a
+    reply no provider anticipated) is transient: retried, then resumable, never fatal."""
+    if isinstance(error, ProviderError):
+        return error
+    return ProviderError("transient", f"unexpected {type(error).__name__}: {error}",
+                         code="unexpected")
+
+
 async def call_with_retries(provider: Provider, request: ChatRequest, policy: RetryPolicy,
                             rng: random.Random) -> Outcome:
     waits: list[float] = []
     for attempt in range(1, policy.max_retries + 2):
         try:
             return Outcome(await provider.complete(request), None, attempt, waits)
-        except ProviderError as error:
+        except Exception as unexpected:   # noqa: BLE001 - a failure belongs to its call
+            error = as_provider_error(unexpected)
             if error.kind == "permanent" or attempt > policy.max_retries:
                 return Outcome(None, error, attempt, waits)
             waits.append(policy.wait(attempt, error.retry_after, rng))

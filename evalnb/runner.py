@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from evalnb.providers.base import ChatRequest, Completion, Provider
 from evalnb.records import JsonlStore
+from evalnb.redaction import redact
 from evalnb.retry import RetryPolicy, call_with_retries
 
 T = TypeVar("T")
@@ -62,6 +63,19 @@ def completion_fields(completion: Completion) -> dict[str, Any]:
 
 
 async def _run_one(call: Call, provider: Provider | None, policy: RetryPolicy,
+                   rng: random.Random) -> Record:
+    """The call's record, whatever happens: an unexpected exception while preparing, sending
+    or reading it is recorded against this call as resumable, and the other calls go on."""
+    try:
+        return await _attempt(call, provider, policy, rng)
+    except Exception as error:   # noqa: BLE001 - a failure belongs to its call
+        return {"key": call.key, "endpoint": call.endpoint, "status": "failed_transient",
+                "text": None, "attempts": 0,
+                "error": {"kind": "transient", "status_code": None, "code": "unexpected",
+                          "message": redact(f"{type(error).__name__}: {error}")}}
+
+
+async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
                    rng: random.Random) -> Record:
     prepared = call.prepare()
     record: Record = {"key": call.key, "endpoint": call.endpoint, **prepared.fields}

@@ -192,7 +192,7 @@ def test_command_gets_the_prompt_unchanged_on_stdin(tmp_path: Path) -> None:
     prompt = "Q: $(rm -rf /); `id` && echo $HOME | cat > /tmp/x 'quoted' \"dq\" *.txt \\ 中文\n"
     result = outcome(command_endpoint(argv), ChatRequest(prompt, 77, None))
     assert result.completion.text == prompt + "||77"
-    assert result.completion.status == "ok" and result.completion.model_route == "command:" + Path(argv[0]).name
+    assert result.completion.status == "ok" and result.completion.model_route == f"command:{Path(argv[0]).name} {Path(argv[1]).name}"
 
 
 def test_command_nonzero_exit_is_transient_with_stderr_kept(tmp_path: Path) -> None:

@@ -28,8 +28,9 @@ def make_provider(endpoint: EndpointConfig) -> Provider | None:
     if endpoint.provider == "command":
         from evalnb.providers.command import CommandProvider
         assert endpoint.command is not None   # checked with the parameters
+        passed = [*(endpoint.env or ()), *([endpoint.api_key_env] if endpoint.api_key_env else [])]
         return CommandProvider(endpoint.name, endpoint.command, concurrency=concurrency,
-                               timeout=endpoint.timeout)
+                               timeout=endpoint.timeout, passed_env=passed)
     if endpoint.provider == "none":
         return None
     from evalnb.providers.offline import offline_provider

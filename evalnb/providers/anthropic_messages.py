@@ -6,7 +6,8 @@ from typing import Any
 
 import anthropic
 
-from evalnb.providers.base import ChatRequest, Completion, Usage, api_key, status_of
+from evalnb.providers.base import (ChatRequest, Completion, Usage, api_key, malformed_reply,
+                                   reply_shape, status_of, unreadable_reply)
 from evalnb.providers.openai_compat import sdk_error
 
 
@@ -40,6 +41,11 @@ class AnthropicProvider:
             message = await self._client.messages.create(**self.request_kwargs(request))
         except anthropic.APIError as error:
             raise sdk_error(error) from None
+        except ValueError as error:   # JSONDecodeError: a body cut off, or not JSON at all
+            raise unreadable_reply(error) from None
+        if not isinstance(message, anthropic.types.Message) or not isinstance(message.content, list):
+            # A gateway's HTML page arrives as a str; a message without content carries no answer.
+            raise malformed_reply(reply_shape(message), "no content list")
         text = "".join(block.text for block in message.content if block.type == "text")
         return Completion(
             text=text,

@@ -37,8 +37,12 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class Usage:
+    """Reported tokens. ``output_tokens`` includes reasoning tokens wherever they are billed as
+    output (reading 20); ``reasoning_tokens`` is their share where the provider reports it."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -81,10 +85,49 @@ def status_of(text: str | None) -> CompletionStatus:
     return "ok" if text and text.strip() else "empty"
 
 
+# Every "the prompt did not fit" wording we know of, lower-cased:
+# OpenAI      code context_length_exceeded; "This model's maximum context length is N tokens"
+# Anthropic   "prompt is too long: N tokens > M maximum";
+#             "input length and `max_tokens` exceed context limit: N + M > W"
+# Gemini      "The input token count (N) exceeds the maximum number of tokens allowed (M)."
+# vLLM etc.   "... longer than the model's context length", "context window"
+CONTEXT_LENGTH_WORDINGS = ("context_length", "context length", "maximum context", "too long",
+                           "exceeds the maximum number of tokens", "exceed context limit",
+                           "context window", "context limit")
+
+
 def is_context_length_error(message: str, code: str | None) -> bool:
     text = f"{code or ''} {message}".lower()
-    return any(k in text for k in ("context_length", "context length", "maximum context",
-                                   "too long", "exceeds the maximum number of tokens"))
+    return any(k in text for k in CONTEXT_LENGTH_WORDINGS)
+
+
+RAW_BODY_KEPT = 300
+
+
+def malformed_reply(body: object, problem: str) -> ProviderError:
+    """A 200 that is not a well-formed answer of its API (reading 18): transient, retried,
+    with the start of what came back kept (redacted) so the record shows the gateway's page."""
+    text = body if isinstance(body, str) else repr(body)
+    start = text[:RAW_BODY_KEPT] + ("…" if len(text) > RAW_BODY_KEPT else "")
+    return ProviderError("transient", f"malformed reply: {problem}; body starts {start!r}",
+                         code="malformed_reply")
+
+
+def reply_shape(reply: object) -> str:
+    """What a parsed reply held, for the record of a malformed one."""
+    dump = getattr(reply, "model_dump_json", None)
+    if callable(dump):
+        try:
+            return str(dump(exclude_none=True, exclude={"sdk_http_response"}))
+        except Exception:   # an SDK object that cannot dump itself: its repr will do
+            pass
+    return reply if isinstance(reply, str) else repr(reply)
+
+
+def unreadable_reply(error: Exception) -> ProviderError:
+    """The SDK could not read the reply at all: a JSON document cut off or not JSON."""
+    document = getattr(error, "doc", None)   # json.JSONDecodeError keeps the text it was given
+    return malformed_reply(document if document is not None else "", f"{type(error).__name__}: {error}")
 
 
 def http_error(status: int, message: str, *, code: str | None = None,
@@ -97,8 +140,12 @@ def http_error(status: int, message: str, *, code: str | None = None,
                          retry_after=retry_after, code=code)
 
 
-def retry_after_seconds(headers: Any) -> float | None:
-    """``retry-after-ms`` or ``retry-after`` (seconds) from response headers, if numeric."""
+def retry_after_seconds(headers: Any, body: Any = None) -> float | None:
+    """The server's retry hint (reading 19): ``retry-after-ms`` or ``retry-after`` (seconds)
+    from response headers, or Google's ``RetryInfo.retryDelay`` (``"1.5s"``) in an error body."""
+    delay = _retry_info_delay(body)
+    if delay is not None:
+        return delay
     if headers is None:
         return None
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
@@ -109,6 +156,20 @@ def retry_after_seconds(headers: Any) -> float | None:
             return max(0.0, float(value) * scale)
         except ValueError:
             continue  # an HTTP date: rare from these APIs; fall back to backoff
+    return None
+
+
+def _retry_info_delay(body: Any) -> float | None:
+    """``error.details[*].retryDelay`` of a ``google.rpc.RetryInfo`` entry, in seconds."""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    for detail in details if isinstance(details, list) else ():
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("RetryInfo"):
+            delay = str(detail.get("retryDelay", ""))
+            try:
+                return max(0.0, float(delay.removesuffix("s")))
+            except ValueError:
+                return None
     return None
 
 

@@ -6,6 +6,10 @@ unchanged. The request's settings are passed as environment variables:
 ``EVALNB_SYSTEM`` and ``EVALNB_JSON_SCHEMA`` (empty when absent). Exit 0 with text is an
 answer and exit 0 with nothing is ``empty``; a non-zero exit or a timeout is transient
 (retried), with the tail of stderr kept.
+
+The program gets a minimal environment, never evalnb's whole one (which holds every other
+endpoint's key): the basics (:data:`BASIC_VARIABLES`), its ``EVALNB_*`` settings, its own
+``api_key_env`` and the variables its endpoint lists in ``env``.
 """
 
 from __future__ import annotations
@@ -13,19 +17,44 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from evalnb.providers.base import ChatRequest, Completion, ProviderError, status_of
 
 STDERR_KEPT = 2000
+BASIC_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+                   "SYSTEMROOT", "VIRTUAL_ENV", "PYTHONIOENCODING")
+
+
+def route_of(argv: Sequence[str]) -> str:
+    """The program and what it runs: ``command:python3 rater.py``, ``command:python3 -m pkg``.
+
+    Two scripts run by one interpreter must not look alike in a manifest or a compare.
+    """
+    words = [Path(argv[0]).name]
+    rest = list(argv[1:])
+    while rest:
+        arg = rest.pop(0)
+        if arg == "-m" and rest:
+            words += ["-m", rest[0]]
+            break
+        if not arg.startswith("-"):
+            words.append(Path(arg).name)
+            break
+    return "command:" + " ".join(words)
 
 
 class CommandProvider:
-    def __init__(self, model: str, argv: list[str], *, concurrency: int, timeout: float) -> None:
+    def __init__(self, model: str, argv: list[str], *, concurrency: int, timeout: float,
+                 passed_env: Sequence[str] = ()) -> None:
         self.model, self.argv, self.concurrency, self.timeout = model, list(argv), concurrency, timeout
+        self.passed_env = tuple(passed_env)
 
     def environment(self, request: ChatRequest) -> dict[str, str]:
-        return {**os.environ,
+        passed = (*BASIC_VARIABLES, *self.passed_env)
+        inherited = {k: v for k, v in os.environ.items() if k in passed or k.startswith("LC_")}
+        return {**inherited,
                 "EVALNB_MODEL": self.model,
                 "EVALNB_MAX_TOKENS": str(request.max_tokens),
                 "EVALNB_TEMPERATURE": "" if request.temperature is None else str(request.temperature),
@@ -51,7 +80,7 @@ class CommandProvider:
             raise ProviderError("transient", f"command exited {process.returncode}: {tail}")
         text = stdout.decode("utf-8", "replace")
         return Completion(text=text, status=status_of(text), finish_reason="exit 0",
-                          model_route=f"command:{Path(self.argv[0]).name}")
+                          model_route=route_of(self.argv))
 
     async def aclose(self) -> None:
         return None

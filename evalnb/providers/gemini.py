@@ -10,7 +10,8 @@ from google import genai
 from google.genai import errors, types
 
 from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
-                                   http_error, retry_after_seconds, status_of)
+                                   http_error, malformed_reply, reply_shape, retry_after_seconds,
+                                   status_of, unreadable_reply)
 
 # google-genai's async path runs on httpx2, or on aiohttp when that is installed; neither
 # family of transport errors is wrapped by the SDK.
@@ -22,6 +23,15 @@ except ImportError:  # pragma: no cover - depends on the environment
     pass
 
 BLOCKED = frozenset({"SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "RECITATION"})
+
+
+def usage_of(usage: types.GenerateContentResponseUsageMetadata | None) -> Usage | None:
+    """Gemini reports thinking apart (``thoughtsTokenCount``) but bills it as output (reading 20)."""
+    if usage is None:
+        return None
+    thoughts = usage.thoughts_token_count
+    return Usage(usage.prompt_token_count or 0, (usage.candidates_token_count or 0) + (thoughts or 0),
+                 thoughts)
 
 
 class GeminiProvider:
@@ -55,9 +65,15 @@ class GeminiProvider:
         except errors.APIError as error:
             headers = getattr(error.response, "headers", None)
             raise http_error(error.code, error.message or str(error), code=error.status,
-                             retry_after=retry_after_seconds(headers)) from None
+                             retry_after=retry_after_seconds(headers, error.details)) from None
         except TRANSPORT_ERRORS as error:
             raise ProviderError("transient", f"{type(error).__name__}: {error}") from None
+        except ValueError as error:   # JSONDecodeError: a body cut off, not JSON, or an HTML page
+            raise unreadable_reply(error) from None
+        if not isinstance(response, types.GenerateContentResponse) or not (
+                response.candidates or (response.prompt_feedback and response.prompt_feedback.block_reason)):
+            # Neither an answer nor a blocked prompt: nothing in it carries an answer.
+            raise malformed_reply(reply_shape(response), "no candidates and no block reason")
         candidate = response.candidates[0] if response.candidates else None
         finish = candidate.finish_reason.value if candidate and candidate.finish_reason else None
         parts = candidate.content.parts if candidate and candidate.content and candidate.content.parts else []
@@ -70,7 +86,7 @@ class GeminiProvider:
             text=text,
             status="refused" if blocked else status_of(text),
             finish_reason=finish,
-            usage=Usage(usage.prompt_token_count or 0, usage.candidates_token_count or 0) if usage else None,
+            usage=usage_of(usage),
             model_route=response.model_version,
             request_id=response.response_id,
         )

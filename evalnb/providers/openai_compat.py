@@ -9,7 +9,8 @@ from typing import Any
 import openai
 
 from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
-                                   http_error, retry_after_seconds, status_of)
+                                   http_error, malformed_reply, reply_shape, retry_after_seconds,
+                                   status_of, unreadable_reply)
 
 
 def sdk_error(error: Exception) -> ProviderError:
@@ -22,9 +23,19 @@ def sdk_error(error: Exception) -> ProviderError:
         code = getattr(error, "code", None) or (detail.get("code") if isinstance(detail, dict) else None)
         response = getattr(error, "response", None)
         return http_error(status, str(message), code=str(code) if code else None,
-                          retry_after=retry_after_seconds(getattr(response, "headers", None)))
+                          retry_after=retry_after_seconds(getattr(response, "headers", None), body))
     # Timeouts and connection failures carry no status: always worth another attempt.
     return ProviderError("transient", f"{type(error).__name__}: {error}")
+
+
+def usage_of(usage: Any) -> Usage | None:
+    """completion_tokens already counts reasoning tokens (billed as output); their share is
+    in completion_tokens_details."""
+    if usage is None:
+        return None
+    details = getattr(usage, "completion_tokens_details", None)
+    reasoning = getattr(details, "reasoning_tokens", None) if details is not None else None
+    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, reasoning)
 
 
 class OpenAIProvider:
@@ -57,20 +68,26 @@ class OpenAIProvider:
             response = await self._client.chat.completions.create(**self.request_body(request))
         except openai.APIError as error:
             raise sdk_error(error) from None
-        choice = response.choices[0] if response.choices else None
-        message = choice.message if choice else None
-        text = (message.content if message else None) or ""
-        refused = bool(message and message.refusal) or (choice is not None and choice.finish_reason == "content_filter")
+        except ValueError as error:   # JSONDecodeError: a body cut off, or not JSON at all
+            raise unreadable_reply(error) from None
+        if not isinstance(response, openai.types.chat.ChatCompletion) or not response.choices \
+                or response.choices[0].message is None:
+            # A gateway's HTML page arrives as a str; a body without choices carries no answer.
+            raise malformed_reply(reply_shape(response), "no choices[0].message")
+        choice = response.choices[0]
+        message = choice.message
+        text = message.content or ""
+        refused = bool(message.refusal) or choice.finish_reason == "content_filter"
         usage = response.usage
         return Completion(
             text=text,
             status="refused" if refused else status_of(text),
-            finish_reason=choice.finish_reason if choice else None,
-            usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else None,
+            finish_reason=choice.finish_reason,
+            usage=usage_of(usage),
             model_route=response.model,
             request_id=getattr(response, "_request_id", None),
             raw={"system_fingerprint": response.system_fingerprint,
-                 **({"refusal": message.refusal} if message and message.refusal else {})},
+                 **({"refusal": message.refusal} if message.refusal else {})},
         )
 
     async def aclose(self) -> None:
