@@ -149,7 +149,9 @@ class Corpus:
         try:
             with path.open("rb") as f:
                 while block := f.read(UTF8_BLOCK):
-                    decoder.decode(block)
+                    # ASCII is valid UTF-8, and isascii() is several times faster than a decode.
+                    if not (block.isascii() and not decoder.getstate()[0]):
+                        decoder.decode(block)
                     offset += len(block)
                 decoder.decode(b"", final=True)
         except UnicodeDecodeError as e:

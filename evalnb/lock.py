@@ -90,6 +90,17 @@ def acquire(run_dir: Path) -> RunLock:
     return lock
 
 
+def is_stage_kernel(run_dir: Path) -> bool:
+    """True in a stage kernel that ``evalnb run`` started on this directory (reads only)."""
+    if not os.environ.get(TOKEN_ENV):
+        return False
+    try:
+        with (run_dir.resolve() / LOCK_NAME).open(encoding="utf-8") as handle:
+            return _is_parent_stage_kernel(_read_holder(handle))
+    except OSError:
+        return False
+
+
 def release_all() -> None:
     for lock in list(_held.values()):
         lock.release()
@@ -103,7 +114,8 @@ def describe(holder: dict[str, Any]) -> str:
 
 
 def _read_holder(handle: IO[str]) -> dict[str, Any]:
-    handle.seek(0)
+    if handle.seekable():
+        handle.seek(0)
     try:
         holder = json.loads(handle.read() or "{}")
     except json.JSONDecodeError:

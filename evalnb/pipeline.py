@@ -103,6 +103,9 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     check_paths(config, "parameters" if isinstance(source, Mapping) else str(source))
     warnings = bench.check_config(config)
     tasks = bench.load_tasks(config)
+    check_documents = getattr(bench, "check_documents", None)   # benchmarks with a corpus
+    if check_documents is not None and not lock.is_stage_kernel(config.output_dir):
+        check_documents(config, tasks)   # a stage kernel's evalnb checked them moments ago
     run = Run(config, bench, tasks, fingerprint(bench.fingerprint_parts(config, tasks)), warnings)
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     run.lock = lock.acquire(run.dir)   # the first write: refused if another process runs here

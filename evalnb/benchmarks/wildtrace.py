@@ -128,14 +128,19 @@ def check_config(config: RunConfig) -> list[str]:
 def load_tasks(config: RunConfig) -> list[WildTraceTask]:
     tasks = read_tasks(config.data)
     corpus = Corpus(config.corpus)  # type: ignore[arg-type]  # check_config ensured it
-    checked: set[str] = set()
-    for task in tasks:   # documents are read when their call is made; checked now, streamed
-        where = Where(str(config.data), task=task.task_id)
-        corpus.path(task.corpus_file, where)
-        if task.corpus_file not in checked:
-            corpus.check_utf8(task.corpus_file, where)
-            checked.add(task.corpus_file)
+    for task in tasks:   # existence only: documents are read when their call is made
+        corpus.path(task.corpus_file, Where(str(config.data), task=task.task_id))
     return tasks
+
+
+def check_documents(config: RunConfig, tasks: Sequence[WildTraceTask]) -> None:
+    """Every document decodes as UTF-8 (streamed), so no call fails on it mid-run."""
+    corpus = Corpus(config.corpus)  # type: ignore[arg-type]
+    checked: set[str] = set()
+    for task in tasks:
+        if task.corpus_file not in checked:
+            corpus.check_utf8(task.corpus_file, Where(str(config.data), task=task.task_id))
+            checked.add(task.corpus_file)
 
 
 # --- fingerprint (reading 11) --------------------------------------------------------------
