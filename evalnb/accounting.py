@@ -9,7 +9,7 @@ text. Estimates are labelled as such; only reported usage is a measurement.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,27 @@ def usage_by_stage(config: RunConfig, stores: Mapping[str, Mapping[str, Record]]
     return totals
 
 
+def quota_minutes(rate_limit: Mapping[str, float] | None, row: Mapping[str, Any]) -> float | None:
+    """The shortest time a stage's calls to one endpoint can take under its rate limit (None:
+    unmetered). Output is counted at the budgets, so where output tokens bind this is an upper
+    bound of the true minimum."""
+    if not rate_limit:
+        return None
+    from evalnb.pacing import RateLimit, minimum_seconds
+    totals = {"requests": row["to_make"], "input_tokens": row["est_input_tokens"],
+              "output_tokens": row["max_output_tokens"]}
+    return round(minimum_seconds(RateLimit(**rate_limit), totals) / 60, 2)
+
+
+def minimum_run_minutes(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """Stages run one after another and the endpoints of a stage side by side."""
+    per_stage = [max((r["min_minutes_under_rate_limit"] or 0.0 for r in rows if r["stage"] == stage), default=0.0)
+                 for stage in STAGES]
+    if all(r["min_minutes_under_rate_limit"] is None for r in rows):
+        return None
+    return round(sum(per_stage), 2)
+
+
 def usage_rows(usage: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """Flat rows (stage, model, ...) for a table."""
     return [{"stage": stage, "model": model, **row}
@@ -113,7 +134,10 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
             {"status": "ok", "text": "x" * assumed_response_chars}
     tally("judge", bench.judge_calls(config, tasks, responses), bench.judge_done)
 
+    limits = {names.get(role, role): e.rate_limit
+              for role, e in (("model", config.model), *config.judge_roles())}
     for r in rows.values():
+        r["min_minutes_under_rate_limit"] = quota_minutes(limits.get(r["model"]), r)
         r["est_input_tokens"] = round(r["est_input_tokens"])
         r["est_input_cost_usd"] = cost_usd(r["model"], r["est_input_tokens"], 0, config.prices)
         r["max_total_cost_usd"] = cost_usd(r["model"], r["est_input_tokens"], r["max_output_tokens"],

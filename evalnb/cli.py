@@ -139,7 +139,7 @@ def estimate_command(params: Path, sets: Sequence[str]) -> int:
     """What a run will call and spend, making no call and writing nothing."""
     import pandas as pd
 
-    from evalnb.accounting import estimate
+    from evalnb.accounting import estimate, minimum_run_minutes
     from evalnb.pipeline import load_config
 
     config, bench = load_config(params, sets)
@@ -148,6 +148,10 @@ def estimate_command(params: Path, sets: Sequence[str]) -> int:
     rows = estimate(config, bench, bench.load_tasks(config), config.output_dir)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(pd.DataFrame(rows).set_index(["stage", "model"]).to_string())
+    shortest = minimum_run_minutes(rows)
+    if shortest is not None:
+        print(f"Shortest time under the configured rate limits: {shortest:g} minutes (stages in turn, "
+              "endpoints of a stage side by side; output counted at its budgets).")
     print("ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
           "output tokens and judge calls for answers not yet generated are upper bounds "
           "(every in-scope task answered, every budget used).")

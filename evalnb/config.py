@@ -30,6 +30,8 @@ NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (pr
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
                "model", "judges", "retry", "prices")
 PATH_KEYS = ("output_dir", "data", "corpus")
+RATE_LIMIT_KEYS = frozenset({"requests_per_minute", "input_tokens_per_minute",
+                             "output_tokens_per_minute", "window_seconds"})
 
 @dataclass(frozen=True)
 class EndpointConfig:
@@ -48,6 +50,7 @@ class EndpointConfig:
     api_version: str | None = None     # gemini: v1beta by default
     command: list[str] | None = None   # command provider: argv, prompt on stdin
     env: list[str] | None = None       # command provider: variables passed on besides the basics
+    rate_limit: dict[str, float] | None = None   # {requests,input_tokens,output_tokens}_per_minute
     approximation: bool = False        # a stand-in, not a model (e.g. an example rater): label outputs
     role: str = "model"                # where it sits in the parameters, for messages
 
@@ -255,6 +258,11 @@ def _check_types(e: EndpointConfig, role: str) -> None:
     if e.env is not None and (not isinstance(e.env, list) or not all(
             isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v) for v in e.env)):
         raise bad("env", "a list of environment variable NAMES")
+    if e.rate_limit is not None and (not isinstance(e.rate_limit, Mapping) or not e.rate_limit
+                                     or set(e.rate_limit) - RATE_LIMIT_KEYS or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in e.rate_limit.values())):
+        raise bad("rate_limit", "a mapping of positive numbers with keys among "
+                  + ", ".join(sorted(RATE_LIMIT_KEYS)))
     for key in ("base_url", "api_key_env", "api_version"):
         if getattr(e, key) is not None and not isinstance(getattr(e, key), str):
             raise bad(key, "a string")

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from evalnb.pacing import PacedProvider, Pacer
 from evalnb.providers.base import ChatRequest, Completion, Provider
 from evalnb.records import JsonlStore
 from evalnb.redaction import redact
@@ -128,6 +129,8 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
             statuses[record["status"]] += 1
             bar.update()
 
+    paced = [p.pacer for p in pool.values() if isinstance(p, PacedProvider)]
+    ticker = asyncio.create_task(_show_quota_waits(bar, paced)) if paced and pending else None
     try:
         async with asyncio.TaskGroup() as group:
             for endpoint, queue in queues.items():
@@ -136,9 +139,23 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
                 for _ in range(min(limit, len(queue))):
                     group.create_task(worker(endpoint))
     finally:
+        if ticker is not None:
+            ticker.cancel()
         bar.close()
         store.close()
     return statuses
+
+
+async def _show_quota_waits(bar: tqdm, pacers: Sequence[Pacer]) -> None:
+    """The progress bar says when calls are held back by a rate limit, not by the endpoint."""
+    shown = ""
+    while True:
+        waiting = [p.name for p in pacers if p.waiting]
+        text = f"waiting for quota: {', '.join(waiting)}" if waiting else ""
+        if text != shown:
+            bar.set_postfix_str(text, refresh=True)
+            shown = text
+        await asyncio.sleep(0.5)
 
 
 def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -10,17 +10,27 @@ if TYPE_CHECKING:   # config imports the retry policy, which imports providers.b
 
 
 def make_provider(endpoint: EndpointConfig) -> Provider | None:
+    """The endpoint's client, paced to its ``rate_limit`` when it has one."""
+    provider = _client_for(endpoint)
+    if provider is None or endpoint.rate_limit is None:
+        return provider
+    from evalnb.pacing import PacedProvider, Pacer, RateLimit
+    return PacedProvider(provider, Pacer(RateLimit(**endpoint.rate_limit), name=endpoint.role))
+
+
+def _client_for(endpoint: EndpointConfig) -> Provider | None:
     """SDKs are imported only when a run uses them; ``provider: none`` has no client."""
     concurrency = endpoint.concurrency or 1
     e = endpoint
     if endpoint.provider == "openai":
         from evalnb.providers.openai_compat import OpenAIProvider
         return OpenAIProvider(e.name, base_url=e.base_url, api_key_env=e.api_key_env, concurrency=concurrency,
-                              timeout=e.timeout, token_param=e.token_param, role=e.role)
+                              timeout=e.timeout, token_param=e.token_param, role=e.role,
+                              observe_quota=e.rate_limit is not None)
     if endpoint.provider == "anthropic":
         from evalnb.providers.anthropic_messages import AnthropicProvider
         return AnthropicProvider(e.name, base_url=e.base_url, api_key_env=e.api_key_env, concurrency=concurrency,
-                                 timeout=e.timeout, role=e.role)
+                                 timeout=e.timeout, role=e.role, observe_quota=e.rate_limit is not None)
     if endpoint.provider == "gemini":
         from evalnb.providers.gemini import GeminiProvider
         return GeminiProvider(e.name, base_url=e.base_url, api_key_env=e.api_key_env, concurrency=concurrency,

@@ -7,14 +7,15 @@ from typing import Any
 import anthropic
 
 from evalnb.providers.base import (ChatRequest, Completion, Usage, api_key, malformed_reply,
-                                   reply_shape, status_of, unreadable_reply)
+                                   rate_limit_headers, reply_shape, status_of, unreadable_reply)
 from evalnb.providers.openai_compat import sdk_error
 
 
 class AnthropicProvider:
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
-                 concurrency: int, timeout: float, role: str = "model") -> None:
+                 concurrency: int, timeout: float, role: str = "model", observe_quota: bool = False) -> None:
         self.model, self.concurrency, self.timeout = model, concurrency, timeout
+        self.observe_quota = observe_quota   # read the reply's rate-limit headers (paced endpoints)
         self._client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key(api_key_env, role),
                                                 max_retries=0, timeout=timeout,
                                                 http_client=anthropic.DefaultAioHttpClient(timeout=timeout))
@@ -37,8 +38,14 @@ class AnthropicProvider:
         return kwargs
 
     async def complete(self, request: ChatRequest) -> Completion:
+        headers: dict[str, str] = {}
         try:
-            message = await self._client.messages.create(**self.request_kwargs(request))
+            if self.observe_quota:
+                raw = await self._client.messages.with_raw_response.create(**self.request_kwargs(request))
+                headers = rate_limit_headers(raw.headers)
+                message = raw.parse()
+            else:
+                message = await self._client.messages.create(**self.request_kwargs(request))
         except anthropic.APIError as error:
             raise sdk_error(error) from None
         except ValueError as error:   # JSONDecodeError: a body cut off, or not JSON at all
@@ -53,7 +60,8 @@ class AnthropicProvider:
             finish_reason=message.stop_reason,
             usage=Usage(message.usage.input_tokens or 0, message.usage.output_tokens or 0),
             model_route=message.model,
-            request_id=getattr(message, "_request_id", None),
+            request_id=getattr(message, "_request_id", None) or headers.get("request-id"),
+            raw={"rate_limit_headers": headers} if headers else {},
         )
 
     async def aclose(self) -> None:

@@ -173,6 +173,14 @@ def _retry_info_delay(body: Any) -> float | None:
     return None
 
 
+RATE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
+
+
+def rate_limit_headers(headers: Any) -> dict[str, str]:
+    """The quota headers of a reply (OpenAI ``x-ratelimit-*``, Anthropic ``anthropic-ratelimit-*``)."""
+    return {k.lower(): v for k, v in headers.items() if k.lower().startswith(RATE_HEADER_PREFIXES)}
+
+
 def api_key(env_var: str | None, role: str) -> str:
     """The key, read only from the environment variable the parameters name."""
     if not env_var:

@@ -9,7 +9,8 @@ from typing import Any
 import openai
 
 from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
-                                   http_error, malformed_reply, reply_shape, retry_after_seconds,
+                                   http_error, malformed_reply, rate_limit_headers, reply_shape,
+                                   retry_after_seconds,
                                    status_of, unreadable_reply)
 
 
@@ -41,8 +42,9 @@ def usage_of(usage: Any) -> Usage | None:
 class OpenAIProvider:
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
                  concurrency: int, timeout: float, token_param: str = "max_tokens",
-                 role: str = "model") -> None:
+                 role: str = "model", observe_quota: bool = False) -> None:
         self.model, self.concurrency, self.token_param = model, concurrency, token_param
+        self.observe_quota = observe_quota   # read the reply's rate-limit headers (paced endpoints)
         # SDK retries off: the runner's policy owns every attempt (reading 6). The aiohttp
         # transport costs about a fifth less CPU per call than the default one (bench/).
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key(api_key_env, role),
@@ -64,8 +66,14 @@ class OpenAIProvider:
         return body
 
     async def complete(self, request: ChatRequest) -> Completion:
+        headers: dict[str, str] = {}
         try:
-            response = await self._client.chat.completions.create(**self.request_body(request))
+            if self.observe_quota:
+                raw = await self._client.chat.completions.with_raw_response.create(**self.request_body(request))
+                headers = rate_limit_headers(raw.headers)
+                response = raw.parse()
+            else:
+                response = await self._client.chat.completions.create(**self.request_body(request))
         except openai.APIError as error:
             raise sdk_error(error) from None
         except ValueError as error:   # JSONDecodeError: a body cut off, or not JSON at all
@@ -87,7 +95,8 @@ class OpenAIProvider:
             model_route=response.model,
             request_id=getattr(response, "_request_id", None),
             raw={"system_fingerprint": response.system_fingerprint,
-                 **({"refusal": message.refusal} if message.refusal else {})},
+                 **({"refusal": message.refusal} if message.refusal else {}),
+                 **({"rate_limit_headers": headers} if headers else {})},
         )
 
     async def aclose(self) -> None:
