@@ -21,7 +21,7 @@ from evalnb.cli import main
 from evalnb.pipeline import aggregate, generate, judge, open_run
 from evalnb.records import JsonlStore, write_json
 from tests.conftest import SAMPLE, deterministic_responder, offline_params, openai_params
-from tests.fakeserver import CutOff, Error, FakeLLMServer, Hang, Html, NotJson, Reset, Text, WrongShape
+from tests.fakeserver import CutOff, Error, FakeLLMServer, Hang, Html, NotJson, Reset, WrongShape
 
 NO_RETRY = {"max_retries": 0, "base_delay": 0.01, "max_delay": 0.02, "retry_after_cap": 0.3}
 
