@@ -28,15 +28,15 @@ _CJK_TEXT = "港口管理局报告第三季度货物吞吐量上升北部防波�
 
 
 def synthetic_document(kind: CapKind, chars: int) -> str:
-    """Deterministic filler of exactly ``chars`` characters."""
+    """Deterministic filler of exactly ``chars`` characters (the probe records that length)."""
     if kind == "cjk":
         return (_CJK_TEXT * (chars // len(_CJK_TEXT) + 1))[:chars]
     rng = random.Random(0)
     words: list[str] = []
-    length = 0
-    while length < chars:
+    joined = -1   # length of " ".join(words): n words have n - 1 separators
+    while joined < chars:
         words.append(rng.choice(_EN_WORDS))
-        length += len(words[-1]) + 1
+        joined += len(words[-1]) + 1
     return " ".join(words)[:chars]
 
 

@@ -139,6 +139,16 @@ def test_unusable_judge_reply_exits_2_and_rerun_completes(server: FakeLLMServer,
     assert json.loads((tmp_path / "run" / "scores.json").read_text())["overall"] is not None
 
 
+def three_runs(tmp_path: Path) -> list[str]:
+    """Three agent runs' predictions files: the sample's answers, told apart by the unknown id's line."""
+    files = []
+    for n in (1, 2, 3):
+        text = (DATA / "predictions.jsonl").read_text().replace('"gk-99"', f'"gk-99-run{n}"')
+        (tmp_path / f"run{n}.jsonl").write_text(text)
+        files.append(str(tmp_path / f"run{n}.jsonl"))
+    return files
+
+
 def test_repeats_report_mean_and_sd(server: FakeLLMServer, tmp_path: Path) -> None:
     # The judge scores every judged case 0.2, then 0.5, then 0.8 in repeats 1, 2, 3.
     per_repeat = {1: 0.2, 2: 0.5, 3: 0.8}
@@ -146,7 +156,7 @@ def test_repeats_report_mean_and_sd(server: FakeLLMServer, tmp_path: Path) -> No
     def respond(request: RecordedRequest) -> Text:   # the nth time this prompt is seen
         return judge_reply(per_repeat[sum(1 for x in server.requests if x.prompt == request.prompt)], 1)
     server.responder = respond
-    p = llm_params(tmp_path, server, repeats=3, concurrency=1)
+    p = llm_params(tmp_path, server, predictions=three_runs(tmp_path), concurrency=1)
     scores = run_all(p)
     assert server.count() == 16 * 3
     overall = [(2 * 1.0 + 16 * v) / 20 for v in per_repeat.values()]
@@ -164,7 +174,7 @@ def test_bad_case_and_prediction_lines_are_named(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text(json.dumps(cases))
     with pytest.raises(DataError, match=r"c\.json, task 'gk-03', field 'K': K must be one of"):
         evalnb.open_run(params(tmp_path, data=str(tmp_path / "c.json")))
-    (tmp_path / "p.jsonl").write_text('{"id": "gk-01", "response": "[1]"}\n{"id": "gk-02"}\n')
+    (tmp_path / "p.jsonl").write_text('{"id": "gk-01", "response": "[1]"}\n{"id": "gk-02", "response": [1]}\n')
     with pytest.raises(DataError, match=r"p\.jsonl, line 2, task 'gk-02', field 'response'"):
         evalnb.open_run(params(tmp_path, predictions=str(tmp_path / "p.jsonl")))
     assert not (tmp_path / "run").exists()

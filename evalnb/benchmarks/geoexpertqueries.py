@@ -49,6 +49,11 @@ PATH_OPTIONS = ("traces", "prompt_file", "likert_file")
 COMPARABLE_PARTS = ("rating", "aggregation", "retry", "tasks")
 PROMPT_FILES = {"tool_agnostic": "geoexpertqueries_tool_agnostic.txt",
                 "workflow": "geoexpertqueries_workflow.txt"}
+# Reading 24: what each variant's prompt file must hold, and what else evalnb fills in.
+REQUIRED_PLACEHOLDERS = {"tool_agnostic": ("query", "trajectory"),
+                         "workflow": ("query", "trajectory", "tools")}
+FILLED_PLACEHOLDERS = ("query", "reference", "trajectory", "tools")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 AGGREGATION_POLICY = ("geoexpertqueries/1: case score = mean of the mapped ratings of all runs, only when "
                       "every run parsed; missing trace = 0; overall = mean over all queries")
 
@@ -76,57 +81,101 @@ def _path(value: Any) -> Path | None:
     return Path(value) if value else None
 
 
+def _read(config: RunConfig, key: str, default: str) -> prompts.PromptFile:
+    try:
+        return prompts.read_prompt_file(_path(config.options[key]), default)
+    except ConfigError as e:
+        raise config.error(key, str(e)) from None
+
+
 def prompt_file(config: RunConfig) -> prompts.PromptFile:
-    return prompts.read_prompt_file(_path(config.options["prompt_file"]),
-                                    PROMPT_FILES[config.options["prompt_variant"]])
+    return _read(config, "prompt_file", PROMPT_FILES[config.options["prompt_variant"]])
+
+
+def placeholders(text: str) -> set[str]:
+    """The ``{name}`` placeholders in a prompt file (JSON braces in it are not names)."""
+    return set(re.findall(r"\{(\w+)\}", text))
+
+
+def check_placeholders(config: RunConfig) -> list[str]:
+    """Reading 24: refuse a prompt file that would silently drop the trajectory or the query."""
+    variant, file = config.options["prompt_variant"], prompt_file(config)
+    found = placeholders(file.text)
+    missing = [name for name in REQUIRED_PLACEHOLDERS[variant] if name not in found]
+    if missing:
+        raise config.error("prompt_file", f"{file.path} lacks {', '.join('{' + m + '}' for m in missing)}, "
+                           f"which the {variant} variant needs (it takes "
+                           f"{', '.join('{' + n + '}' for n in REQUIRED_PLACEHOLDERS[variant])}; "
+                           "{reference} is optional): without them the autorater would rate nothing")
+    warnings = []
+    if "reference" not in found:
+        warnings.append(f"prompt_file {file.path} has no {{reference}}: the queries' reference material "
+                        "is not sent to the autorater")
+    unknown = sorted(found - set(FILLED_PLACEHOLDERS))
+    if unknown:
+        warnings.append(f"prompt_file {file.path}: {', '.join('{' + u + '}' for u in unknown)} "
+                        f"{'is' if len(unknown) == 1 else 'are'} not filled by evalnb and will be sent as written")
+    return warnings
 
 
 def likert(config: RunConfig) -> tuple[dict[str, float], str]:
     """The rating map and its file's sha256."""
-    file = prompts.read_prompt_file(_path(config.options["likert_file"]), "likert_scales.json")
+    file = _read(config, "likert_file", "likert_scales.json")
     try:
         scale = json.loads(file.text)
     except json.JSONDecodeError as e:
-        raise ConfigError(f"likert_file {file.path}: not JSON ({e.msg})") from None
+        raise config.error("likert_file", f"{file.path} is not JSON ({e.msg})") from None
     if not isinstance(scale, dict) or set(scale) != {"0", "1", "2"} or not all(
             stats.is_finite(v) for v in scale.values()):
-        raise ConfigError(f"likert_file {file.path}: expected {{\"0\": x, \"1\": y, \"2\": z}} with numbers")
+        raise config.error("likert_file", f"{file.path}: expected {{\"0\": x, \"1\": y, \"2\": z}} with numbers")
     return {k: float(v) for k, v in scale.items()}, file.sha256
 
 
 def rating_date(config: RunConfig) -> str:
     """Reading 16: the parameter, else the date this run started (kept across resumes)."""
     if config.options["rating_date"]:
-        return str(config.options["rating_date"])
+        return str(config.options["rating_date"])   # a YAML date arrives as its ISO string
     started = read_json_if_exists(config.output_dir / "fingerprint.json")
     if started and "rating" in started["parts"]:
         return started["parts"]["rating"]["value"]["date"]
     return datetime.now(timezone.utc).date().isoformat()
 
 
+def check_rating_date(config: RunConfig) -> None:
+    """Reading 16: exactly YYYY-MM-DD and a real date (a YAML date was made one by config)."""
+    value = config.options["rating_date"]
+    if value is None:
+        return
+    # fullmatch first: date.fromisoformat also takes 20260314 and 2026-W11-6.
+    try:
+        ok = isinstance(value, str) and bool(_DATE.fullmatch(value)) and bool(date.fromisoformat(value))
+    except ValueError:
+        ok = False
+    if not ok:
+        raise config.error("rating_date", f"expected a date YYYY-MM-DD (e.g. 2026-03-14), got {value!r}")
+
+
 def check_config(config: RunConfig) -> list[str]:
     o = config.options
-    if not o["traces"]:
-        raise ConfigError("traces: required, the JSONL file of agent trajectories")
+    if not o["traces"] or not isinstance(o["traces"], str):
+        raise config.error("traces", "required, the JSONL file of agent trajectories")
     if o["prompt_variant"] not in PROMPT_FILES:
-        raise ConfigError(f"prompt_variant: expected one of {', '.join(PROMPT_FILES)}, got {o['prompt_variant']!r}")
+        raise config.error("prompt_variant", f"expected one of {', '.join(PROMPT_FILES)}, got {o['prompt_variant']!r}")
     if len(config.judges) != 1:
-        raise ConfigError("judges: the autorater is exactly one judge (the report: Gemini 3.8 Flash)")
+        raise config.error("judges", "the autorater is exactly one judge (the report: Gemini 3.8 Flash)")
     for key in ("num_runs", "judge_max_tokens", "max_output_chars", "max_trajectory_chars", "n_boot"):
         if not isinstance(o[key], int) or isinstance(o[key], bool) or o[key] < 1:
-            raise ConfigError(f"{key}: expected a positive integer, got {o[key]!r}")
+            raise config.error(key, f"expected a positive integer, got {o[key]!r}")
+    if not isinstance(o["seed"], int) or isinstance(o["seed"], bool):
+        raise config.error("seed", f"expected an integer, got {o['seed']!r}")
     if not isinstance(o["available_tools"], list) or not all(isinstance(t, str) for t in o["available_tools"]):
-        raise ConfigError("available_tools: expected a list of tool names (or descriptions)")
-    if o["rating_date"]:
-        try:
-            date.fromisoformat(str(o["rating_date"]))
-        except ValueError:
-            raise ConfigError(f"rating_date: expected YYYY-MM-DD, got {o['rating_date']!r}") from None
-    prompt_file(config)
+        raise config.error("available_tools", "expected a list of tool names (or descriptions)")
+    check_rating_date(config)
+    warnings = check_placeholders(config)
     likert(config)
     if o["prompt_variant"] == "workflow" and not o["available_tools"]:
-        return ["workflow prompt with no available_tools: the prompt will list none"]
-    return []
+        warnings.append("workflow prompt with no available_tools: the prompt will list none")
+    return warnings
 
 
 def load_tasks(config: RunConfig) -> list[ExpertQuery]:
@@ -184,14 +233,18 @@ def generation_done(record: Record) -> bool:
 # --- rating (readings 16, 17) --------------------------------------------------------------------
 
 def rating_template(config: RunConfig) -> str:
-    """The date header and the prompt file, with the tools filled in: the same for every trace."""
-    tools = "\n".join(f"- {t}" for t in config.options["available_tools"]) or "(none listed)"
-    body = prompts.fill(prompt_file(config).text, {"tools": tools})
-    return f"Today is {rating_date(config)}.\n\n{body}"
+    """The date header and the prompt file: the same for every trace, placeholders unfilled."""
+    return f"Today is {rating_date(config)}.\n\n{prompt_file(config).text}"
 
 
-def rating_prompt(template: str, task: ExpertQuery, trajectory: str) -> str:
-    return prompts.fill(template, {"query": task.query, "reference": task.reference, "trajectory": trajectory})
+def tools_text(config: RunConfig) -> str:
+    return "\n".join(f"- {t}" for t in config.options["available_tools"]) or "(none listed)"
+
+
+def rating_prompt(template: str, task: ExpertQuery, trajectory: str, tools: str) -> str:
+    # One pass over all four: a tool description or a query holding "{trajectory}" is sent as written.
+    return prompts.fill(template, {"query": task.query, "reference": task.reference,
+                                   "trajectory": trajectory, "tools": tools})
 
 
 _RATING_LINE = re.compile(r"\brating\b\W{0,6}([0-9])\b", re.I)
@@ -225,13 +278,13 @@ def read_rating(completion: Completion, scale: Mapping[str, float]) -> dict[str,
 
 def judge_calls(config: RunConfig, tasks: Sequence[ExpertQuery], responses: Mapping[str, Record]) -> list[Call]:
     scale, _ = likert(config)
-    template = rating_template(config)
+    template, tools = rating_template(config), tools_text(config)
     calls = []
     for task in tasks:
         response = responses.get(task.task_id)
         if response is None or response["status"] != "ok":
             continue
-        request = ChatRequest(rating_prompt(template, task, response["text"]),
+        request = ChatRequest(rating_prompt(template, task, response["text"], tools),
                               max_tokens=config.options["judge_max_tokens"], temperature=None)
         for run in range(1, config.options["num_runs"] + 1):
             fields = {"task_id": task.task_id, "run": run}

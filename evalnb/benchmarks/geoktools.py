@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalnb import prompts, stats
 from evalnb.config import RunConfig
@@ -22,15 +22,20 @@ from evalnb.errors import ConfigError
 from evalnb.judging import JudgeReplyError, as_number, field_of
 from evalnb.providers.base import ChatRequest, Completion
 from evalnb.runner import Call, Prepared, Record
-from evalnb.structured_answers import TOLERANCE, deterministic_score, exact_match
+from evalnb.structured_answers import (TOLERANCE, deterministic_score, exact_match, golden_list,
+                                       golden_string_notes)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NAME = "geoktools"
 OPTIONS: Mapping[str, Any] = {
-    "predictions": None,          # JSONL {id, response}; without it the model answers each query
+    "predictions": None,          # JSONL {id, response}, or a list of them, one per agent run;
+                                  # without it the model answers each query
     "scorer": "deterministic",    # or "llm": the report's geospatial judge (judges[0])
     "judge_prompt_file": None,    # the judge's system prompt; default: ours (shipped)
     "judge_max_tokens": 8192,
-    "repeats": 1,                 # the report repeats the full pipeline three times
+    "repeats": None,              # agent runs (spec §3); null: one per predictions file, else 1
     "n_boot": stats.N_BOOT,
     "seed": 0,
 }
@@ -67,72 +72,128 @@ def read_cases(path: Path) -> list[dict[str, Any]]:
         k = require(raw, "K", int, where)
         if k not in K_VALUES:
             raise where.error(f"K must be one of {K_VALUES}, got {k}", "K")
+        golden = require(raw, "golden_answer_raw", str, where)
+        try:
+            golden_list(golden)   # reading 22: refused now, not scored 0 case after case
+        except ValueError as e:
+            raise where.error(str(e), "golden_answer_raw") from None
         cases.append({"id": case_id, "query": require(raw, "query", str, where),
-                      "golden": require(raw, "golden_answer_raw", str, where), "K": k,
+                      "golden": golden, "K": k,
                       "snapshot_date": require(raw, "snapshot_date", str, where)})
     return cases
 
 
 @dataclass(frozen=True)
 class Predictions:
-    responses: dict[str, str]
+    responses: dict[str, str]     # a null or absent response is kept as "" (scores 0, reading 22)
     unknown_ids: list[str]
     duplicate_ids: list[str]
     missing_ids: list[str]
+    no_response_ids: list[str]
     sha256: str
 
     def report(self, path: Path) -> dict[str, Any]:
         return {"file": str(path), "sha256": self.sha256, "predicted": len(self.responses),
                 "unknown_ids": self.unknown_ids, "duplicate_ids": self.duplicate_ids,
-                "missing_ids": self.missing_ids,
+                "missing_ids": self.missing_ids, "no_response_ids": self.no_response_ids,
                 "note": "duplicates: the first line is used; unknown ids are ignored; a "
-                        "missing prediction scores 0"}
+                        "missing prediction, or a line whose response is null or absent, scores 0"}
 
 
 def read_predictions(path: Path, case_ids: Sequence[str]) -> Predictions:
     responses: dict[str, str] = {}
-    unknown, duplicates = [], []
+    unknown, duplicates, no_response = [], [], []
     known = set(case_ids)
     for line, raw in read_jsonl(path):
         where = Where(str(path), line)
         if not isinstance(raw, dict):
             raise where.error("expected an object {id, response}")
         case_id = record_id(raw, "id", where)
-        if "response" not in raw or not isinstance(raw["response"], str):
-            raise Where(str(path), line, case_id).error("expected a string (may be empty)", "response")
+        response = raw.get("response")
+        if response is not None and not isinstance(response, str):
+            raise Where(str(path), line, case_id).error(
+                f"expected a string (may be empty), null or no field; got {type(response).__name__}",
+                "response")
         if case_id not in known:
             unknown.append(case_id)
         elif case_id in responses:
             duplicates.append(case_id)
         else:
-            responses[case_id] = raw["response"]
+            responses[case_id] = response or ""
+            if response is None:
+                no_response.append(case_id)
     return Predictions(responses, unknown, duplicates, [c for c in case_ids if c not in responses],
-                       hashlib.sha256(path.read_bytes()).hexdigest())
+                       no_response, hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def predictions_files(config: RunConfig) -> list[Path]:
+    """The predictions files, one per agent run (checked by check_config)."""
+    value = config.options["predictions"]
+    if not value:
+        return []
+    return [Path(p) for p in value] if isinstance(value, list) else [Path(value)]
 
 
 def repeats_of(config: RunConfig) -> int:
-    return int(config.options["repeats"])
+    """Agent runs: ``repeats`` when given, else one per predictions file (or 1)."""
+    given = config.options["repeats"]
+    return int(given) if given is not None else max(1, len(predictions_files(config)))
+
+
+def _check_sources(config: RunConfig) -> list[str]:
+    """Where the answers come from, and how many agent runs that makes (spec §3)."""
+    value, repeats = config.options["predictions"], config.options["repeats"]
+    if value is None:
+        if config.model.provider in ("offline", "none"):
+            raise config.error("predictions", "required unless a model answers the queries "
+                                              "(there is no offline GeoKTools agent)")
+        return []
+    if not (isinstance(value, str) and value) and not (
+            isinstance(value, list) and value and all(isinstance(p, str) and p for p in value)):
+        raise config.error("predictions", f"expected a file, or a list of files (one per agent run), got {value!r}")
+    files = predictions_files(config)
+    for i, file in enumerate(files):
+        if not file.is_file():
+            raise config.error("predictions" + (f"[{i}]" if isinstance(value, list) else ""),
+                               f"{file}: file not found")
+    if len(files) == 1 and repeats is not None and repeats > 1:
+        # Scoring one set of answers N times measures nothing and reports s.d. 0.
+        raise config.error("repeats", f"{repeats} repeats over a single predictions file would score "
+                           f"the same answers {repeats} times (s.d. 0). Repeats are agent runs (spec §3): "
+                           f"give predictions as a list of {repeats} files, one per agent run, or omit "
+                           f"predictions and give a model, which then answers each query {repeats} times")
+    if len(files) > 1 and repeats is not None and repeats != len(files):
+        raise config.error("repeats", f"{repeats}, but predictions lists {len(files)} files (one per agent "
+                           "run); leave repeats out, or make them agree")
+    seen: dict[str, int] = {}
+    warnings = []
+    for i, file in enumerate(files):
+        sha = hashlib.sha256(file.read_bytes()).hexdigest()
+        if sha in seen:
+            warnings.append(f"predictions[{i}] is identical to predictions[{seen[sha]}]: the same answers "
+                            "in two runs (a deterministic agent, or the same file twice?)")
+        seen.setdefault(sha, i)
+    return warnings
 
 
 def check_config(config: RunConfig) -> list[str]:
     o = config.options
     if o["scorer"] not in ("deterministic", "llm"):
-        raise ConfigError(f"scorer: expected deterministic or llm, got {o['scorer']!r}")
-    for key in ("repeats", "n_boot", "judge_max_tokens"):
+        raise config.error("scorer", f"expected deterministic or llm, got {o['scorer']!r}")
+    for key in ("n_boot", "judge_max_tokens", "repeats"):
+        if key == "repeats" and o[key] is None:
+            continue   # one per predictions file
         if not isinstance(o[key], int) or isinstance(o[key], bool) or o[key] < 1:
-            raise ConfigError(f"{key}: expected a positive integer, got {o[key]!r}")
+            raise config.error(key, f"expected a positive integer, got {o[key]!r}")
     if not isinstance(o["seed"], int) or isinstance(o["seed"], bool):
-        raise ConfigError(f"seed: expected an integer, got {o['seed']!r}")
+        raise config.error("seed", f"expected an integer, got {o['seed']!r}")
     if o["scorer"] == "llm" and len(config.judges) != 1:
-        raise ConfigError("judges: the llm scorer uses exactly one judge (the report: Gemini 3.8 Flash)")
-    if o["predictions"] is None and config.model.provider in ("offline", "none"):
-        raise ConfigError("predictions: required unless a model answers the queries "
-                          "(there is no offline GeoKTools agent)")
-    warnings = []
+        raise config.error("judges", "the llm scorer uses exactly one judge (the report: Gemini 3.8 Flash)")
+    warnings = _check_sources(config)
     if o["scorer"] == "deterministic" and config.judges:
         warnings.append("scorer is deterministic: the configured judges are not called")
     if o["scorer"] == "llm":
-        prompts.read_prompt_file(_path(o["judge_prompt_file"]), DEFAULT_JUDGE_PROMPT)
+        _judge_prompt(config)
     return warnings
 
 
@@ -140,10 +201,17 @@ def _path(value: Any) -> Path | None:
     return Path(value) if value else None
 
 
+def _judge_prompt(config: RunConfig) -> prompts.PromptFile:
+    try:
+        return prompts.read_prompt_file(_path(config.options["judge_prompt_file"]), DEFAULT_JUDGE_PROMPT)
+    except ConfigError as e:
+        raise config.error("judge_prompt_file", str(e)) from None
+
+
 def load_tasks(config: RunConfig) -> list[GeoCase]:
     cases = read_cases(config.data)
-    if config.options["predictions"]:
-        read_predictions(Path(config.options["predictions"]), [c["id"] for c in cases])
+    for file in predictions_files(config):
+        read_predictions(file, [c["id"] for c in cases])   # validated now, before anything is written
     n = repeats_of(config)
     return [GeoCase(c["id"] if n == 1 else f"{c['id']}#r{r}", c["id"], r, c["query"], c["golden"],
                     c["K"], c["snapshot_date"]) for r in range(1, n + 1) for c in cases]
@@ -161,7 +229,7 @@ def judge_config(config: RunConfig) -> dict[str, Any]:
         return {"scorer": "deterministic", "tolerance_ratio": TOLERANCE,
                 "strings": "ROUGE-L F1 (rouge-score)", "model": None}
     judge = config.judges[0]
-    prompt = prompts.read_prompt_file(_path(o["judge_prompt_file"]), DEFAULT_JUDGE_PROMPT)
+    prompt = _judge_prompt(config)
     return {"scorer": "llm", "model": judge.name, "provider": judge.provider,
             "temperature": "model default (not sent)", "max_tokens": o["judge_max_tokens"],
             "system_prompt_file": prompt.record(),
@@ -171,16 +239,15 @@ def judge_config(config: RunConfig) -> dict[str, Any]:
 
 
 def fingerprint_parts(config: RunConfig, tasks: Sequence[GeoCase]) -> dict[str, Any]:
-    o = config.options
-    predictions = (hashlib.sha256(Path(o["predictions"]).read_bytes()).hexdigest()
-                   if o["predictions"] else None)
+    shas = [hashlib.sha256(p.read_bytes()).hexdigest() for p in predictions_files(config)]
     return {
         "scoring": judge_config(config),
-        "contestant": {"predictions_sha256": predictions} if predictions else
+        # One file keeps the shape runs recorded before lists of files were accepted.
+        "contestant": {"predictions_sha256": shas[0] if len(shas) == 1 else shas} if shas else
                       {"provider": config.model.provider, "name": config.model.name,
                        "decoding": generation_settings(config)},
         "aggregation": AGGREGATION_POLICY,
-        "repeats": o["repeats"],
+        "repeats": repeats_of(config),
         "retry": asdict(config.retry),
         "tasks": _sha(json.dumps([asdict(t) for t in tasks], sort_keys=True)),
     }
@@ -203,10 +270,11 @@ def _from_predictions(task: GeoCase, predictions: Predictions) -> Prepared:
 
 
 def generation_calls(config: RunConfig, tasks: Sequence[GeoCase]) -> list[Call]:
-    if config.options["predictions"]:
-        predictions = read_predictions(Path(config.options["predictions"]),
-                                       sorted({t.case_id for t in tasks}))
-        return [Call(t.task_id, "model", functools.partial(_from_predictions, t, predictions))
+    files = predictions_files(config)
+    if files:
+        case_ids = sorted({t.case_id for t in tasks})
+        runs = [read_predictions(file, case_ids) for file in files]   # run n answers repeat n
+        return [Call(t.task_id, "model", functools.partial(_from_predictions, t, runs[t.repeat - 1]))
                 for t in tasks]
     settings = generation_settings(config)
     return [Call(t.task_id, "model", functools.partial(
@@ -271,8 +339,7 @@ def judge_calls(config: RunConfig, tasks: Sequence[GeoCase], responses: Mapping[
             calls.append(Call(task.task_id, "judge1", functools.partial(Prepared, None, decided)))
             continue
         if system is None:
-            system = prompts.read_prompt_file(_path(config.options["judge_prompt_file"]),
-                                              DEFAULT_JUDGE_PROMPT).text
+            system = _judge_prompt(config).text
         request = ChatRequest(prompts.render_geoktools_judge_prompt(task.query, task.golden, response["text"]),
                               max_tokens=config.options["judge_max_tokens"], temperature=None,
                               system=system, json_schema=prompts.GEOKTOOLS_JUDGE_SCHEMA)
@@ -344,11 +411,37 @@ def score(config: RunConfig, tasks: Sequence[GeoCase], responses: Mapping[str, R
     if config.options["scorer"] == "deterministic":
         body["offline"] = True
         body["label"] = DETERMINISTIC_LABEL
-    if config.options["predictions"]:
-        path = Path(config.options["predictions"])
-        body["predictions_report"] = read_predictions(path, sorted(k_of)).report(path)
+    files = predictions_files(config)
+    if files:
+        reports = [read_predictions(path, sorted(k_of)).report(path) | {"repeat": n}
+                   for n, path in enumerate(files, start=1)]
+        body["predictions_report"] = reports[0] if len(reports) == 1 else reports
+    # Repeats share their case's golden answer: each case once.
+    body |= golden_string_notes({t.case_id: (t.k, t.golden) for t in tasks})
     body["tasks"] = rows
     return body
+
+
+# --- what the string scorer cannot see (reading 23) -------------------------------------------
+
+class _HasPath(Protocol):
+    def path(self, name: str) -> Path: ...
+
+
+def rouge_blind_table(source: Mapping[str, Any] | _HasPath) -> pd.DataFrame:
+    """Reading 23 for the report: one row per golden string element ROUGE-L cannot see.
+
+    ``source`` is a scores.json body or a run; other benchmarks give an empty table.
+    """
+    import pandas as pd   # here, not at import: loading a benchmark stays light
+
+    if isinstance(source, Mapping):
+        scores: Mapping[str, Any] = source
+    else:
+        scores = json.loads(source.path("scores.json").read_text("utf-8"))
+    entries = (scores.get("rouge_blind_golden_strings") or {}).get("elements", [])
+    return pd.DataFrame(entries, columns=["case_id", "K", "index", "text"]).rename(
+        columns={"index": "element", "text": "golden string (no [a-z0-9] token)"})
 
 
 # --- comparison across runs ------------------------------------------------------------------
