@@ -6,16 +6,16 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from IPython.display import Image
 
 from evalnb.compare import Comparison
 from evalnb.judging import JudgeReplyError, field_of
-from evalnb.report import figure_image
+
+if TYPE_CHECKING:
+    from evalnb.figures import ReportFigure
 
 
 def verdict_table(cmp: Comparison) -> pd.DataFrame:
@@ -121,11 +121,14 @@ def rubric_items(cmp: Comparison) -> pd.DataFrame:
     return out.head(cmp.top) if len(out) else out
 
 
-def points_distribution(cmp: Comparison) -> Image | None:
+def points_distribution(cmp: Comparison) -> ReportFigure | None:
     """WildTrace: per model, the distribution of each judged task's points (panel mean total)."""
     if cmp.name != "wildtrace":
         return None
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    from evalnb.figures import new_figure, save_figure
+
+    fig = new_figure((6, 3.5))
+    ax = fig.subplots()
     for run in cmp.runs:
         totals = [np.mean([j["total"] for j in row["judges"]]) for row in run.scores["tasks"]
                   if row["judges"] and all(j["total"] is not None for j in row["judges"])]
@@ -134,4 +137,4 @@ def points_distribution(cmp: Comparison) -> Image | None:
     ax.set_ylabel("tasks")
     ax.legend(fontsize=7)
     ax.set_title("points distribution per task")
-    return figure_image(cmp.out / "figures", fig, "points_distribution")
+    return save_figure(fig, cmp.out / "figures", "points_distribution")

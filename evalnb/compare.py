@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from IPython.display import Image
 
 from evalnb import stats
 from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.errors import ConfigError, FingerprintMismatch
 from evalnb.fingerprint import short_json
 from evalnb.records import read_json_if_exists, write_json
-from evalnb.report import figure_image, plt   # report selects the backend
+
+if TYPE_CHECKING:
+    from evalnb.figures import ReportFigure
 
 OFFLINE_MARK = " [offline]"
 
@@ -86,8 +87,18 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
                                       f"differ ({detail}). The protocol forbids mixing such scores.")
 
 
-def open_compare(runs: Sequence[str | Path], out: str | Path | None = None, *, n_boot: int = stats.N_BOOT,
-                 seed: int = 0, threshold: float = 0.2, top: int = 10) -> Comparison:
+def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
+                 n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10) -> Comparison:
+    """Load and check the runs to compare.
+
+    ``runs`` is a list of run directories; or the compare options as one dictionary (what
+    ``evalnb compare`` injects into the notebook); or a compare parameters file
+    (``params/compare_example.yaml``), whose relative paths are relative to the file.
+    """
+    if isinstance(runs, (str, Path)):
+        return open_compare(compare_params(Path(runs)))
+    if isinstance(runs, Mapping):
+        return open_compare(**runs)
     if len(runs) < 2:
         raise ConfigError("compare: give at least two run directories")
     records = [load_run(Path(r).resolve()) for r in runs]
@@ -103,6 +114,17 @@ def open_compare(runs: Sequence[str | Path], out: str | Path | None = None, *, n
         labels.append(label if label not in labels else f"{label} #{i + 1}")
         r.label = labels[-1] + (OFFLINE_MARK if r.offline else "")
     return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top)
+
+
+def compare_params(path: Path) -> dict[str, Any]:
+    """A compare parameters file (``runs``, ``out``, options), its paths made absolute."""
+    from evalnb.config import read_params_file
+
+    path = path.expanduser().resolve()
+    config = read_params_file(path)
+    config["runs"] = [str((path.parent / r).resolve()) for r in config.get("runs") or []]
+    config["out"] = str((path.parent / (config.get("out") or "outputs/compare")).resolve())   # as `evalnb compare --params`
+    return config
 
 
 # --- leaderboard ----------------------------------------------------------------------------------
@@ -185,10 +207,13 @@ def ranked(cmp: Comparison) -> pd.DataFrame:
     return cmp.tables["leaderboard"] if "leaderboard" in cmp.tables else leaderboard(cmp)
 
 
-def leaderboard_figure(cmp: Comparison) -> Image:
+def leaderboard_figure(cmp: Comparison) -> ReportFigure:
+    from evalnb.figures import new_figure, save_figure
+
     table = ranked(cmp)
     columns = ["all_tasks", "scored"] if cmp.name == "wildtrace" else ["overall"]
-    fig, axes = plt.subplots(1, len(columns), figsize=(4.5 * len(columns), 0.6 * len(table) + 1.6), squeeze=False)
+    fig = new_figure((4.5 * len(columns), 0.6 * len(table) + 1.6))
+    axes = fig.subplots(1, len(columns), squeeze=False)
     for ax, column in zip(axes[0], columns):
         values = table[column]
         errors = [values - table[f"{column}_ci_low"], table[f"{column}_ci_high"] - values]
@@ -199,7 +224,7 @@ def leaderboard_figure(cmp: Comparison) -> Image:
     fig.suptitle(f"{cmp.name} leaderboard, 95% bootstrap CI (n_boot={cmp.n_boot}, seed={cmp.seed})"
                  + ("\ngrey: offline approximations, not comparable with the paper" if table["offline"].any() else ""))
     fig.tight_layout()
-    return figure_image(cmp.out / "figures", fig, "leaderboard")
+    return save_figure(fig, cmp.out / "figures", "leaderboard")
 
 
 def save_compare(cmp: Comparison) -> Path:

@@ -1,28 +1,25 @@
 """Tables and figures for the report notebook.
 
-Figures are returned as PNG images (and saved as PNG and PDF under ``figures/``), so they
-reach the saved notebook whatever matplotlib backend the environment selects: with
-``MPLBACKEND=Agg`` inherited by the kernel, a plain ``plt.show()`` records nothing.
+Figures are :class:`evalnb.figures.ReportFigure` objects, built with matplotlib's object API
+(no pyplot, no backend chosen): each is saved as PNG and PDF under ``figures/`` and returned,
+so it shows as an image in the notebook whatever ``MPLBACKEND`` the kernel inherited.
+matplotlib is imported when a figure is drawn, not with this module.
 """
 
 from __future__ import annotations
 
-import io
 from collections import Counter
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")   # rendering happens here, to bytes; no display backend is needed
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from IPython.display import Image  # noqa: E402
+from evalnb.accounting import usage_rows
+from evalnb.pipeline import Run, headline_table
+from evalnb.records import read_json_if_exists
 
-from evalnb.accounting import usage_rows  # noqa: E402
-from evalnb.pipeline import Run, headline_table  # noqa: E402
-from evalnb.records import read_json_if_exists  # noqa: E402
+if TYPE_CHECKING:
+    from evalnb.figures import ReportFigure
 
 STATUSES = ("ok", "out_of_context", "refused", "empty", "failed_permanent", "failed_transient",
             "pending")
@@ -56,15 +53,14 @@ def usage_table(run: Run) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
 
 
-def figure_image(folder: Path, fig: Any, name: str) -> Image:
-    """Save ``fig`` as PNG and PDF in ``folder`` and return it for display."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fig.savefig(folder / f"{name}.pdf", bbox_inches="tight")
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
-    plt.close(fig)
-    (folder / f"{name}.png").write_bytes(buffer.getvalue())
-    return Image(data=buffer.getvalue(), format="png")
+def _figure(figsize: tuple[float, float]) -> ReportFigure:
+    from evalnb.figures import new_figure
+    return new_figure(figsize)
+
+
+def _save(run: Run, fig: ReportFigure, name: str) -> ReportFigure:
+    from evalnb.figures import save_figure
+    return save_figure(fig, run.path("figures"), name)
 
 
 def _title(run: Run, text: str) -> str:
@@ -72,15 +68,16 @@ def _title(run: Run, text: str) -> str:
     return f"{text}\n(offline approximation, not comparable with the paper)" if offline else text
 
 
-def score_histogram(run: Run) -> Image:
+def score_histogram(run: Run) -> ReportFigure:
     rows = scores(run)["tasks"]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = _figure((6, 3.5))
+    ax = fig.subplots()
     ax.hist([r["score"] for r in rows if r["score"] is not None], bins=10, range=(0, 1),
             color="#4c72b0", edgecolor="white")
     ax.set_xlabel("task score (0 for out-of-context, refused, empty, failed)")
     ax.set_ylabel("tasks")
     ax.set_title(_title(run, f"{run.config.model.name}: task scores"))
-    return figure_image(run.path("figures"), fig, "score_histogram")
+    return _save(run, fig, "score_histogram")
 
 
 def judge_scores(rows: list[Mapping[str, Any]]) -> pd.DataFrame:
@@ -90,10 +87,11 @@ def judge_scores(rows: list[Mapping[str, Any]]) -> pd.DataFrame:
                         columns=["task_id", "judge", "model", "score"])
 
 
-def accuracy_by_k(run: Run) -> Image:
+def accuracy_by_k(run: Run) -> ReportFigure:
     """GeoKTools: mean score per K with its bootstrap interval as error bars."""
     data = scores(run)
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = _figure((6, 3.5))
+    ax = fig.subplots()
     if data.get("ci"):
         ks = [k for k, v in data["by_k"].items() if v["n"]]
         means = [data["by_k"][k]["mean"] for k in ks]
@@ -109,7 +107,7 @@ def accuracy_by_k(run: Run) -> Image:
     ci = (data.get("ci") or {}).get("overall") or {}
     ax.set_title(_title(run, f"accuracy by K, {int(ci.get('confidence', 0.95) * 100)}% bootstrap CI "
                              f"(n_boot={ci.get('n_boot', '-')}, seed={ci.get('seed', '-')})"))
-    return figure_image(run.path("figures"), fig, "accuracy_by_k")
+    return _save(run, fig, "accuracy_by_k")
 
 
 def breakdown(run: Run) -> pd.DataFrame:
@@ -141,10 +139,11 @@ def _ci(data: Mapping[str, Any], k: str | None) -> tuple[float | None, float | N
     return interval["low"], interval["high"]
 
 
-def ratings_and_agreement(run: Run) -> Image:
+def ratings_and_agreement(run: Run) -> ReportFigure:
     """GeoExpertQueries: the rating distribution, and each query's ratings across runs."""
     data = scores(run)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig = _figure((9, 3.5))
+    left, right = fig.subplots(1, 2)
     counts = data["rating_counts"]
     left.bar(list(counts), list(counts.values()), color="#4c72b0")
     left.set_xlabel("rating")
@@ -159,19 +158,20 @@ def ratings_and_agreement(run: Run) -> Image:
     right.set_title(f"ratings per run (unanimous: {share:.0%})" if share is not None else "ratings per run")
     fig.suptitle(_title(run, f"autorater {data['judge_config']['model']}, {data['judge_config']['num_runs']} runs"))
     fig.tight_layout()
-    return figure_image(run.path("figures"), fig, "ratings_and_agreement")
+    return _save(run, fig, "ratings_and_agreement")
 
 
-def benchmark_figure(run: Run) -> Image:
+def benchmark_figure(run: Run) -> ReportFigure:
     """The benchmark's own figure: judge distributions (WildTrace), accuracy by K
     (GeoKTools), ratings and run-to-run agreement (GeoExpertQueries)."""
     figures = {"geoktools": accuracy_by_k, "geoexpertqueries": ratings_and_agreement}
     return figures.get(run.config.benchmark, judge_distributions)(run)
 
 
-def judge_distributions(run: Run) -> Image:
+def judge_distributions(run: Run) -> ReportFigure:
     table = judge_scores(scores(run)["tasks"])
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig = _figure((6, 3.5))
+    ax = fig.subplots()
     labels = sorted(table["judge"].unique()) if len(table) else []
     if labels:
         ax.boxplot([table.loc[table.judge == j, "score"] for j in labels], showmeans=True)
@@ -180,4 +180,4 @@ def judge_distributions(run: Run) -> Image:
     ax.set_ylim(-0.05, 1.05)
     ax.set_ylabel("normalised judge score")
     ax.set_title(_title(run, "per-judge score distributions"))
-    return figure_image(run.path("figures"), fig, "judge_distributions")
+    return _save(run, fig, "judge_distributions")

@@ -1,0 +1,48 @@
+"""Figures without pyplot and without a backend.
+
+Every evalnb figure is a :class:`ReportFigure`: a ``matplotlib.figure.Figure`` made with the
+object API, so it never touches pyplot's figure registry or the backend the researcher chose
+(nothing here calls ``matplotlib.use``). It is saved headless as PNG and PDF, and returned as
+the value of the notebook cell, where it shows as ``image/png`` under any backend: Jupyter's
+inline backend prints it as it prints any Figure, and elsewhere (``MPLBACKEND=Agg``
+inherited by a kernel, or no pyplot imported at all) IPython uses its ``_repr_png_``.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+PNG_DPI = 150
+
+
+class ReportFigure(Figure):
+    """A Figure that displays itself as PNG in Jupyter, whatever the matplotlib backend."""
+
+    saved: dict[str, Path]   # format -> file, once saved with save_figure
+
+    def png(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=PNG_DPI, bbox_inches="tight")
+        return buffer.getvalue()
+
+    def _repr_png_(self) -> bytes:
+        return self.png()
+
+
+def new_figure(figsize: tuple[float, float], **kwargs: Any) -> ReportFigure:
+    fig = ReportFigure(figsize=figsize, **kwargs)
+    fig.saved = {}
+    return fig
+
+
+def save_figure(fig: ReportFigure, folder: Path, name: str) -> ReportFigure:
+    """Write ``fig`` to ``folder/name.png`` and ``folder/name.pdf`` and return it for display."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(folder / f"{name}.pdf", bbox_inches="tight")
+    (folder / f"{name}.png").write_bytes(fig.png())
+    fig.saved = {"png": folder / f"{name}.png", "pdf": folder / f"{name}.pdf"}
+    return fig
