@@ -48,9 +48,7 @@ def render_html(notebook: Path) -> Path:
 
 
 def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str]) -> int:
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
+    from evalnb.manifest import update_manifest
     from evalnb.pipeline import open_run
 
     # Validates everything before a notebook starts, then holds the run directory: a second
@@ -58,8 +56,9 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
     run = open_run(params, sets, require_keys=True)
     assert run.lock is not None
     os.environ[TOKEN_ENV] = run.lock.token
+    update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
     try:
-        failed = _execute(run, stages, papermill, PapermillExecutionError)
+        failed = _execute(run, stages)
     finally:
         run.close()
     if failed or "aggregate" not in stages:
@@ -75,33 +74,53 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
     return EXIT_ERROR
 
 
-def _execute(run: Any, stages: Sequence[str], papermill: Any, execution_error: type[Exception]) -> bool:
-    """Each stage's notebook in turn; False as soon as one fails (its real cause printed)."""
+def _execute(run: Any, stages: Sequence[str]) -> bool:
+    """Each stage's notebook in turn, in a fresh kernel started while the stage before ran;
+    HTML written beside each record in the background. True as soon as one stage fails (its
+    real cause printed)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from evalnb.kernels import start_kernel, stop_kernel
+
     if "aggregate" in stages:
         run.path("status.json").unlink(missing_ok=True)
-    for stage in stages:
-        output = run.path(notebook_for(stage).name)
-        print(f"evalnb: {stage} -> {output}", file=sys.stderr)
-        try:
-            papermill.execute_notebook(
-                str(notebook_for(stage)), str(output),
-                parameters={"config": run.config.to_dict()}, kernel_name="python3",
-                cwd=str(run.dir), progress_bar=False, start_timeout=120,
-                coalesce_streams=True)   # one tqdm bar, not a stream output per update
-        except execution_error as e:
+    kernels = {0: start_kernel(run.dir, stages[0])} if stages else {}
+    import papermill   # while the first kernel starts
+    from papermill.exceptions import PapermillExecutionError
+    html = ThreadPoolExecutor(max_workers=1)
+    try:
+        for i, stage in enumerate(stages):
+            if i + 1 < len(stages):
+                kernels[i + 1] = start_kernel(run.dir, stages[i + 1])
+            output = run.path(notebook_for(stage).name)
+            print(f"evalnb: {stage} -> {output}", file=sys.stderr)
+            kernel = kernels.pop(i)
+            try:
+                papermill.execute_notebook(
+                    str(notebook_for(stage)), str(output), km=kernel,
+                    parameters={"config": run.config.to_dict()}, kernel_name="python3",
+                    cwd=str(run.dir), progress_bar=False, start_timeout=120,
+                    coalesce_streams=True)   # one tqdm bar, not a stream output per update
+            except PapermillExecutionError as e:
+                redact_notebook(output)
+                render_html(output)
+                print(f"evalnb: {stage} stage failed: {failure_cause(output, e)} (record: {output})",
+                      file=sys.stderr)
+                return True
+            except Exception as e:   # the kernel died or timed out: the record may look clean
+                redact_notebook(output)
+                print(f"evalnb: {stage} stage did not finish: {redact(f'{type(e).__name__}: {e}')} "
+                      f"(record: {output})", file=sys.stderr)
+                return True
+            finally:
+                stop_kernel(kernel)
             redact_notebook(output)
-            render_html(output)
-            print(f"evalnb: {stage} stage failed: {failure_cause(output, e)} (record: {output})",
-                  file=sys.stderr)
-            return True
-        except Exception as e:   # the kernel died or timed out: the record may look clean
-            redact_notebook(output)
-            print(f"evalnb: {stage} stage did not finish: {redact(f'{type(e).__name__}: {e}')} "
-                  f"(record: {output})", file=sys.stderr)
-            return True
-        redact_notebook(output)
-        render_html(output)
-    return False
+            html.submit(render_html, output)
+        return False
+    finally:
+        for kernel in kernels.values():
+            stop_kernel(kernel)
+        html.shutdown(wait=True)
 
 
 def failure_cause(notebook: Path, error: Exception) -> str:
@@ -260,7 +279,16 @@ def init_command(folder: Path, force: bool) -> int:
     return EXIT_OK
 
 
+def _skip_iri_grammar() -> None:
+    """nbformat imports jsonschema, which imports ``rfc3987_syntax`` when it is installed
+    (jupyterlab brings it), and that module builds an Earley parser per IRI term at import:
+    3-7 s on this machine, for a format check no notebook schema uses. This command's
+    process is ours to configure; a library import of evalnb never does this."""
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _skip_iri_grammar()
     parser = argparse.ArgumentParser(prog="evalnb", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)

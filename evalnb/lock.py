@@ -131,7 +131,7 @@ def _is_parent_stage_kernel(holder: dict[str, Any]) -> bool:
 def _enter_as_stage_kernel(run_dir: Path, holder: dict[str, Any]) -> RunLock:
     import fcntl
 
-    _die_with_parent()
+    die_with_parent()
     if os.getppid() != holder.get("pid"):   # the parent died before the request took effect
         os._exit(1)
     handle = (run_dir / KERNEL_LOCK_NAME).open("a+", encoding="utf-8")
@@ -151,7 +151,7 @@ def _enter_as_stage_kernel(run_dir: Path, holder: dict[str, Any]) -> RunLock:
 _kernel_handles: list[IO[str]] = []
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: SIGKILL this process when its parent dies (nothing written after evalnb is gone)."""
     if not sys.platform.startswith("linux"):
         return

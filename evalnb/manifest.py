@@ -42,15 +42,21 @@ def git_commit(where: Path) -> str | None:
     return commit + ("-dirty" if dirty else "")
 
 
-def update_manifest(path: Path, **fields: Any) -> dict[str, Any]:
-    """Merge ``fields`` into the manifest (``stages`` merged per stage)."""
+def update_manifest(path: Path, *, environment: bool = True, **fields: Any) -> dict[str, Any]:
+    """Merge ``fields`` into the manifest (``stages`` merged per stage).
+
+    ``environment``: record the package versions and commit again (a dozen metadata look-ups
+    and two ``git`` processes). ``evalnb run`` records them once per command; its stage
+    kernels, which run the same interpreter moments later, pass False.
+    """
     manifest = read_json_if_exists(path) or {
         "created_at": utc_now(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
     }
-    manifest["packages"] = package_versions()
-    manifest["git_commit"] = git_commit(Path(__file__).resolve().parent)
+    if environment or "packages" not in manifest:
+        manifest["packages"] = package_versions()
+        manifest["git_commit"] = git_commit(Path(__file__).resolve().parent)
     stages = fields.pop("stages", None)
     manifest.update(fields)
     if stages:

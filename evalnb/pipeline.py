@@ -12,9 +12,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 
 from evalnb import config as cfg
 from evalnb.accounting import usage_by_stage
@@ -31,6 +30,9 @@ from evalnb.providers import make_provider
 from evalnb.providers.base import Provider
 from evalnb.records import JsonlStore, read_json_if_exists, write_json
 from evalnb.runner import Call, Record, run_blocking, run_calls
+
+if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
+    import pandas as pd
 
 OFFLINE_LABEL = ("OFFLINE APPROXIMATION: offline baselines stand in for models or judges in "
                  "this run; its numbers are not comparable with the paper's.")
@@ -59,6 +61,8 @@ class Run:
         return self.config.output_dir / name
 
     def summary(self) -> pd.DataFrame:
+        import pandas as pd
+
         c = self.config
         rows = [("benchmark", c.benchmark), ("run directory", str(self.dir)),
                 ("tasks", len(self.tasks)), ("model", f"{c.model.provider}:{c.model.name}"),
@@ -147,7 +151,7 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
     started = utc_now()
     store = JsonlStore(run.path(f"{name}.jsonl"))
     counts = run_blocking(lambda: _run_stage(calls, endpoints, store, run, done=done, desc=name))
-    update_manifest(run.path("manifest.json"), stages={name: {
+    update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir), stages={name: {
         "started_at": started, "finished_at": utc_now(), "calls": len(calls),
         "new_records": dict(counts)}}, routes=routes(run, stage_records(run)))
     return counts
@@ -176,6 +180,8 @@ def generate(run: Run) -> pd.DataFrame:
 
 def judge(run: Run) -> pd.DataFrame:
     """Stage 2: every configured judge grades every answer it has not yet graded."""
+    import pandas as pd
+
     calls = run.benchmark.judge_calls(run.config, run.tasks, responses(run))
     _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
     records = judgements(run).values()
@@ -202,6 +208,8 @@ def write_responses(run: Run) -> None:
 
 
 def status_table(run: Run) -> pd.DataFrame:
+    import pandas as pd
+
     counts = Counter(r["status"] for r in read_json_if_exists(run.path("responses.json"))["records"])
     return pd.DataFrame(sorted(counts.items()), columns=["status", "tasks"]).set_index("status")
 
@@ -239,12 +247,15 @@ def aggregate(run: Run) -> pd.DataFrame:
     write_json(run.path("status.json"), {
         "state": "complete" if body["complete"] else "incomplete",
         "resumable": body.get("resumable", {}), "updated_at": scores["updated_at"]})
-    update_manifest(run.path("manifest.json"), complete=body["complete"], routes=routes(run, stores),
+    update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
+                    complete=body["complete"], routes=routes(run, stores),
                     usage=scores["usage"])
     return headline_table(scores)
 
 
 def headline_table(scores: Mapping[str, Any]) -> pd.DataFrame:
+    import pandas as pd
+
     skip = {"tasks", "fingerprint", "config", "warnings", "usage", "benchmark", "run_name",
             "updated_at", "judge_config", "label"}
     rows = [(k, v) for k, v in scores.items() if k not in skip and not isinstance(v, (dict, list))]

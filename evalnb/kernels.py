@@ -1,0 +1,47 @@
+"""Stage kernels started ahead of their stage, so that ``evalnb run`` does not wait for them.
+
+Each stage still runs in a fresh kernel of its own, so each executed notebook remains a
+complete record that can be re-run alone. What changes is when the kernel starts: the
+next stage's kernel is launched (and has imported what its notebook will import) while
+the current stage runs. The warm-up binds no name in the kernel's namespace, and it first
+asks the OS to end the kernel with evalnb (see :mod:`evalnb.lock`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+WARM_UP = "__import__('evalnb.lock').lock.die_with_parent(); [__import__(m) for m in {modules!r}]"
+# What each stage's notebook imports, by the functions its cells call.
+STAGE_MODULES = {"generate": ("evalnb.pipeline", "pandas"), "judge": ("evalnb.pipeline", "pandas"),
+                 "aggregate": ("evalnb.pipeline", "pandas"),
+                 "report": ("evalnb.pipeline", "pandas", "evalnb.report", "matplotlib.figure")}
+# The history file nbclient would give a kernel it started (no sqlite file per stage).
+KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
+
+
+def start_kernel(cwd: Path, stage: str) -> Any:
+    """A started ``AsyncKernelManager`` (kernel ``python3``) importing what ``stage`` needs."""
+    from jupyter_client.blocking import BlockingKernelClient
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.utils import run_sync
+
+    manager = AsyncKernelManager(kernel_name="python3")
+    run_sync(manager.start_kernel)(cwd=str(cwd), extra_arguments=KERNEL_ARGUMENTS)
+    # Queued before the notebook's own requests, which the kernel answers after it. A plain
+    # blocking client on the shell channel alone: nothing to wait for, no heartbeat thread.
+    client = BlockingKernelClient()
+    client.load_connection_info(manager.get_connection_info())
+    client.start_channels(iopub=False, stdin=False, hb=False, control=False)
+    modules = list(STAGE_MODULES.get(stage, ("evalnb",)))
+    client.execute(WARM_UP.format(modules=modules), silent=True, store_history=False)
+    client.stop_channels()
+    return manager
+
+
+def stop_kernel(manager: Any) -> None:
+    from jupyter_core.utils import run_sync
+
+    if manager is not None and manager.has_kernel:
+        run_sync(manager.shutdown_kernel)(now=True)
