@@ -27,7 +27,7 @@ def embedded_json(text: str, opener: str) -> list[Any]:
     while i != -1:
         try:
             value, end = _decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):   # not JSON; or a 4300-digit integer, or deep nesting
             i = text.find(opener, i + 1)
             continue
         found.append(value)

@@ -125,7 +125,10 @@ def check_keys(config: RunConfig) -> None:
     from evalnb.providers.base import api_key
     for endpoint in (config.model, *config.judges):
         if endpoint.provider not in ("offline", "command", "none"):
-            api_key(endpoint.api_key_env, endpoint.role)
+            try:
+                api_key(endpoint.api_key_env, endpoint.role)
+            except ConfigError as e:
+                raise ConfigError(f"{config.source}: {e}") from None
 
 
 # --- running calls ----------------------------------------------------------------------------

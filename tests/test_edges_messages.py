@@ -136,3 +136,27 @@ def test_a_yaml_date_in_any_parameter_arrives_as_its_iso_string(tmp_path: Path) 
     path.write_text(yaml.safe_dump(params, allow_unicode=True) + "output_dir: out\nrun_name: 2026-03-14\n")
     run = evalnb.open_run(path)
     assert run.config.run_name == "2026-03-14" and run.config.output_dir == tmp_path / "out"
+
+
+def test_an_unset_key_variable_names_the_parameters_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVALNB_EDGE_UNSET_KEY", raising=False)
+    params = wildtrace(tmp_path)
+    params["judges"][0] = {"provider": "openai", "name": "j", "api_key_env": "EVALNB_EDGE_UNSET_KEY"}
+    path = write(tmp_path, params)
+    with pytest.raises(ConfigError) as error:
+        evalnb.open_run(path, require_keys=True)
+    assert str(error.value).startswith(f"{path}: judges[0].api_key_env: environment variable "
+                                       "EVALNB_EDGE_UNSET_KEY is not set")
+    assert not (tmp_path / "out").exists()
+
+
+def test_wildtrace_without_judges_names_the_parameters_file(tmp_path: Path) -> None:
+    path = write(tmp_path, wildtrace(tmp_path, judges=[]))
+    refused(path, "judges: wildtrace needs at least one judge")
+
+
+def test_a_judge_reply_with_a_huge_integer_is_not_json_rather_than_a_crash() -> None:
+    from evalnb.judging import embedded_json
+    huge = "9" * 5000
+    assert embedded_json(f'{{"total": {huge}}} then {{"total": 40}}', "{") == [{"total": 40}]
+    assert embedded_json("[" * 100_000 + "]" * 100_000 + ' {"total": 1}', "{") == [{"total": 1}]

@@ -21,7 +21,6 @@ from evalnb import prompts
 from evalnb.caps import caps_for, caps_table, route_for, unlisted_warning
 from evalnb.config import RunConfig
 from evalnb.data import Corpus, Where, json_records, read_jsonl, require, unique_ids
-from evalnb.errors import ConfigError
 from evalnb.judging import JudgeReplyError, normalise, panel_mean, parse_total
 from evalnb.providers.base import ChatRequest, Completion
 from evalnb.runner import Call, Prepared, Record
@@ -114,13 +113,13 @@ def read_tasks(path: Path) -> list[WildTraceTask]:
 
 def check_config(config: RunConfig) -> list[str]:
     if config.corpus is None:
-        raise ConfigError("corpus: required for wildtrace, the corpus directory")
+        raise config.error("corpus", "required for wildtrace, the corpus directory")
     if not config.corpus.is_dir():
-        raise ConfigError(f"corpus: {config.corpus} is not a directory")
+        raise config.error("corpus", f"{config.corpus} is not a directory")
     if not config.judges:
-        raise ConfigError("judges: wildtrace needs at least one judge (the paper uses three)")
+        raise config.error("judges", "wildtrace needs at least one judge (the paper uses three)")
     if config.model.provider == "none":
-        raise ConfigError("model: wildtrace needs a contestant model")
+        raise config.error("model", "wildtrace needs a contestant model")
     warning = unlisted_warning(config.model.name, caps_for(config.model.name, config.model.caps))
     return [warning] if warning else []
 
