@@ -287,8 +287,13 @@ def _skip_iri_grammar() -> None:
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def command() -> int:
+    """The ``evalnb`` console script: :func:`main` in a process that is evalnb's own."""
     _skip_iri_grammar()
+    return main()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="evalnb", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -348,4 +353,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command())
