@@ -81,17 +81,23 @@ def _execute(run: Any, stages: Sequence[str]) -> bool:
     from concurrent.futures import ThreadPoolExecutor
 
     from evalnb.kernels import start_kernel, stop_kernel
+    from evalnb.providers import modules_for
 
     if "aggregate" in stages:
         run.path("status.json").unlink(missing_ok=True)
-    kernels = {0: start_kernel(run.dir, stages[0])} if stages else {}
+    endpoints = {"generate": [run.config.model], "judge": [j for _, j in run.config.judge_roles()]}
+
+    def start(stage: str) -> Any:
+        return start_kernel(run.dir, stage, modules_for(endpoints.get(stage, [])))
+
+    kernels = {0: start(stages[0])} if stages else {}
     import papermill   # while the first kernel starts
     from papermill.exceptions import PapermillExecutionError
     html = ThreadPoolExecutor(max_workers=1)
     try:
         for i, stage in enumerate(stages):
             if i + 1 < len(stages):
-                kernels[i + 1] = start_kernel(run.dir, stages[i + 1])
+                kernels[i + 1] = start(stages[i + 1])
             output = run.path(notebook_for(stage).name)
             print(f"evalnb: {stage} -> {output}", file=sys.stderr)
             kernel = kernels.pop(i)

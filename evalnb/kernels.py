@@ -9,6 +9,7 @@ asks the OS to end the kernel with evalnb (see :mod:`evalnb.lock`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,9 @@ STAGE_MODULES = {"generate": ("evalnb.pipeline", "pandas"), "judge": ("evalnb.pi
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
 
 
-def start_kernel(cwd: Path, stage: str) -> Any:
-    """A started ``AsyncKernelManager`` (kernel ``python3``) importing what ``stage`` needs."""
+def start_kernel(cwd: Path, stage: str, extra_modules: Sequence[str] = ()) -> Any:
+    """A started ``AsyncKernelManager`` (kernel ``python3``) importing what ``stage`` needs
+    (``extra_modules``: the provider SDKs its endpoints use)."""
     from jupyter_client.blocking import BlockingKernelClient
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
@@ -34,7 +36,7 @@ def start_kernel(cwd: Path, stage: str) -> Any:
     client = BlockingKernelClient()
     client.load_connection_info(manager.get_connection_info())
     client.start_channels(iopub=False, stdin=False, hb=False, control=False)
-    modules = list(STAGE_MODULES.get(stage, ("evalnb",)))
+    modules = [*STAGE_MODULES.get(stage, ("evalnb",)), *extra_modules]
     client.execute(WARM_UP.format(modules=modules), silent=True, store_history=False)
     client.stop_channels()
     return manager

@@ -26,7 +26,7 @@ from evalnb.preflight import check_paths
 from evalnb.redaction import register_secret_values
 from evalnb.fingerprint import check_or_record, fingerprint
 from evalnb.manifest import update_manifest, utc_now
-from evalnb.providers import make_provider
+from evalnb.providers import make_provider, prefetch
 from evalnb.providers.base import Provider
 from evalnb.records import JsonlStore, read_json_if_exists, write_json
 from evalnb.runner import Call, Record, run_blocking, run_calls
@@ -112,6 +112,7 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
         check_documents(config, tasks)   # a stage kernel's evalnb checked them moments ago
     run = Run(config, bench, tasks, fingerprint(bench.fingerprint_parts(config, tasks)), warnings)
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
+    prefetch((config.model, *config.judges))
     run.lock = lock.acquire(run.dir)   # the first write: refused if another process runs here
     check_or_record(run.path("fingerprint.json"), run.fingerprint)
     write_json(run.path("config.json"), config.to_dict())

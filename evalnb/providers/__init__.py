@@ -2,11 +2,37 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:   # config imports the retry policy, which imports providers.base
     from evalnb.config import EndpointConfig
     from evalnb.providers.base import Provider
+
+
+# The module behind each provider: imported only when a run uses it (``import openai`` alone
+# takes about a second), and then ahead of time, by :func:`prefetch`.
+PROVIDER_MODULES = {"openai": "evalnb.providers.openai_compat",
+                    "anthropic": "evalnb.providers.anthropic_messages",
+                    "gemini": "evalnb.providers.gemini", "command": "evalnb.providers.command",
+                    "offline": "evalnb.providers.offline"}
+
+
+def modules_for(endpoints: Iterable[EndpointConfig]) -> list[str]:
+    return sorted({PROVIDER_MODULES[e.provider] for e in endpoints if e.provider in PROVIDER_MODULES})
+
+
+def prefetch(endpoints: Iterable[EndpointConfig]) -> None:
+    """Import the SDKs these endpoints need in a background thread, so that the first call of
+    a stage does not wait for them (a stage importing one meanwhile waits on its lock)."""
+    import importlib
+    import threading
+
+    names = [m for m in modules_for(endpoints) if m not in sys.modules]
+    if names:
+        threading.Thread(target=lambda: [importlib.import_module(m) for m in names],
+                         name="evalnb-prefetch", daemon=True).start()
 
 
 def make_provider(endpoint: EndpointConfig) -> Provider | None:
