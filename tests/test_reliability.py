@@ -21,7 +21,7 @@ from evalnb.cli import main
 from evalnb.pipeline import aggregate, generate, judge, open_run
 from evalnb.records import JsonlStore, write_json
 from tests.conftest import SAMPLE, deterministic_responder, offline_params, openai_params
-from tests.fakeserver import CutOff, Error, FakeLLMServer, Hang, Html, NotJson, Reset, WrongShape
+from tests.fakeserver import CutOff, Error, FakeLLMServer, Hang, Html, NotJson, Reset, Text, WrongShape
 
 NO_RETRY = {"max_retries": 0, "base_delay": 0.01, "max_delay": 0.02, "retry_after_cap": 0.3}
 
@@ -356,3 +356,22 @@ def test_the_command_provider_gets_a_minimal_environment(tmp_path: Path) -> None
     # Python itself may add a variable or two on start-up; nothing of the parent's may leak.
     assert unexpected <= {"PWD"}, unexpected
     assert completion.model_route == f"command:{Path(sys.executable).name} env.py"
+
+
+@pytest.mark.parametrize("style", ["too_long", "exceed_limit"])
+def test_probe_window_reads_both_anthropic_context_wordings(tmp_path: Path, style: str) -> None:
+    """Issue 9 item 11: "input length and `max_tokens` exceed context limit" aborted the probe."""
+    with FakeLLMServer() as server:
+        server.responder = lambda request: Text("OK")
+        server.max_prompt_chars = 50_000
+        server.context_style = style
+        params = openai_params(tmp_path, server.url)
+        params["model"] = {"provider": "anthropic", "name": "claude-x", "base_url": server.url}
+        path = write_params(tmp_path, params)
+        assert main(["probe-window", str(path)]) == 0
+        record = json.loads((Path(params["output_dir"]) / "window_probe.json").read_text())
+        sent = [len(r.prompt) for r in server.requests]
+        accepted = max(n for n in sent if n <= 50_000)
+        # The recorded cap is the longest document accepted: the prompt around it subtracted.
+        overhead = accepted - record["caps"]["en"]
+        assert 0 < overhead < 1000 and accepted > 50_000 * 0.99
