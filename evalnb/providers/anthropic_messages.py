@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import anthropic
@@ -9,6 +10,32 @@ import anthropic
 from evalnb.providers.base import (ChatRequest, Completion, Usage, api_key, malformed_reply,
                                    rate_limit_headers, reply_shape, status_of, unreadable_reply)
 from evalnb.providers.openai_compat import sdk_error
+
+
+def completion_of(message: Any, *, request_id: str | None, headers: Mapping[str, str] | None = None
+                  ) -> Completion:
+    """A message read as evalnb reads it, whether from a live call or a batch's results: the
+    one place for status mapping, refusal, empty, usage and route."""
+    if not isinstance(message, anthropic.types.Message) or not isinstance(message.content, list):
+        # A gateway's HTML page arrives as a str; a message without content carries no answer.
+        raise malformed_reply(reply_shape(message), "no content list")
+    text = "".join(block.text for block in message.content if block.type == "text")
+    return Completion(
+        text=text,
+        status="refused" if message.stop_reason == "refusal" else status_of(text),
+        finish_reason=message.stop_reason,
+        usage=Usage(message.usage.input_tokens or 0, message.usage.output_tokens or 0),
+        model_route=message.model,
+        request_id=request_id,
+        raw={"rate_limit_headers": dict(headers)} if headers else {},
+    )
+
+
+def batch_params(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The request body ``messages.create(**kwargs)`` sends, as a batch request's ``params``:
+    the client-side ``timeout`` dropped, ``extra_body`` merged in as the SDK merges it."""
+    params = {k: v for k, v in kwargs.items() if k not in ("timeout", "extra_body")}
+    return params | dict(kwargs.get("extra_body") or {})
 
 
 class AnthropicProvider:
@@ -50,19 +77,8 @@ class AnthropicProvider:
             raise sdk_error(error) from None
         except ValueError as error:   # JSONDecodeError: a body cut off, or not JSON at all
             raise unreadable_reply(error) from None
-        if not isinstance(message, anthropic.types.Message) or not isinstance(message.content, list):
-            # A gateway's HTML page arrives as a str; a message without content carries no answer.
-            raise malformed_reply(reply_shape(message), "no content list")
-        text = "".join(block.text for block in message.content if block.type == "text")
-        return Completion(
-            text=text,
-            status="refused" if message.stop_reason == "refusal" else status_of(text),
-            finish_reason=message.stop_reason,
-            usage=Usage(message.usage.input_tokens or 0, message.usage.output_tokens or 0),
-            model_route=message.model,
-            request_id=getattr(message, "_request_id", None) or headers.get("request-id"),
-            raw={"rate_limit_headers": headers} if headers else {},
-        )
+        return completion_of(message, request_id=getattr(message, "_request_id", None) or headers.get("request-id"),
+                             headers=headers)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -34,6 +34,30 @@ def usage_of(usage: types.GenerateContentResponseUsageMetadata | None) -> Usage 
                  thoughts)
 
 
+def completion_of(response: Any) -> Completion:
+    """A response read as evalnb reads it, whether from a live call or a batch's results: the
+    one place for status mapping, refusal (a blocked prompt too), empty, usage and route."""
+    if not isinstance(response, types.GenerateContentResponse) or not (
+            response.candidates or (response.prompt_feedback and response.prompt_feedback.block_reason)):
+        # Neither an answer nor a blocked prompt: nothing in it carries an answer.
+        raise malformed_reply(reply_shape(response), "no candidates and no block reason")
+    candidate = response.candidates[0] if response.candidates else None
+    finish = candidate.finish_reason.value if candidate and candidate.finish_reason else None
+    parts = candidate.content.parts if candidate and candidate.content and candidate.content.parts else []
+    text = "".join(p.text for p in parts if p.text and not p.thought)
+    blocked = (finish in BLOCKED and not text) or (
+        candidate is None and response.prompt_feedback is not None
+        and response.prompt_feedback.block_reason is not None)
+    return Completion(
+        text=text,
+        status="refused" if blocked else status_of(text),
+        finish_reason=finish,
+        usage=usage_of(response.usage_metadata),
+        model_route=response.model_version,
+        request_id=response.response_id,
+    )
+
+
 class GeminiProvider:
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
                  concurrency: int, timeout: float, api_version: str | None = None,
@@ -56,12 +80,14 @@ class GeminiProvider:
             config["response_json_schema"] = request.json_schema
         return types.GenerateContentConfig(**config)
 
+    def contents(self, request: ChatRequest) -> list[types.Content]:
+        return [types.Content(role="user", parts=[types.Part(text=request.prompt)])]
+
     async def complete(self, request: ChatRequest) -> Completion:
         try:
             response = await self._client.aio.models.generate_content(
                 model=self.model,
-                contents=[types.Content(role="user", parts=[types.Part(text=request.prompt)])],
-                config=self.generation_config(request))
+                contents=self.contents(request), config=self.generation_config(request))
         except errors.APIError as error:
             headers = getattr(error.response, "headers", None)
             raise http_error(error.code, error.message or str(error), code=error.status,
@@ -70,26 +96,7 @@ class GeminiProvider:
             raise ProviderError("transient", f"{type(error).__name__}: {error}") from None
         except ValueError as error:   # JSONDecodeError: a body cut off, not JSON, or an HTML page
             raise unreadable_reply(error) from None
-        if not isinstance(response, types.GenerateContentResponse) or not (
-                response.candidates or (response.prompt_feedback and response.prompt_feedback.block_reason)):
-            # Neither an answer nor a blocked prompt: nothing in it carries an answer.
-            raise malformed_reply(reply_shape(response), "no candidates and no block reason")
-        candidate = response.candidates[0] if response.candidates else None
-        finish = candidate.finish_reason.value if candidate and candidate.finish_reason else None
-        parts = candidate.content.parts if candidate and candidate.content and candidate.content.parts else []
-        text = "".join(p.text for p in parts if p.text and not p.thought)
-        blocked = (finish in BLOCKED and not text) or (
-            candidate is None and response.prompt_feedback is not None
-            and response.prompt_feedback.block_reason is not None)
-        usage = response.usage_metadata
-        return Completion(
-            text=text,
-            status="refused" if blocked else status_of(text),
-            finish_reason=finish,
-            usage=usage_of(usage),
-            model_route=response.model_version,
-            request_id=response.response_id,
-        )
+        return completion_of(response)
 
     async def aclose(self) -> None:
         await self._client.aio.aclose()

@@ -4,6 +4,7 @@ through the official ``openai`` SDK's chat-completions endpoint.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import openai
@@ -37,6 +38,31 @@ def usage_of(usage: Any) -> Usage | None:
     details = getattr(usage, "completion_tokens_details", None)
     reasoning = getattr(details, "reasoning_tokens", None) if details is not None else None
     return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, reasoning)
+
+
+def completion_of(response: Any, *, request_id: str | None, headers: Mapping[str, str] | None = None
+                  ) -> Completion:
+    """A chat completion read as evalnb reads it, whether it came from a live call or from a
+    batch's output file: the one place for status mapping, refusal, empty, usage and route."""
+    if not isinstance(response, openai.types.chat.ChatCompletion) or not response.choices \
+            or response.choices[0].message is None:
+        # A gateway's HTML page arrives as a str; a body without choices carries no answer.
+        raise malformed_reply(reply_shape(response), "no choices[0].message")
+    choice = response.choices[0]
+    message = choice.message
+    text = message.content or ""
+    refused = bool(message.refusal) or choice.finish_reason == "content_filter"
+    return Completion(
+        text=text,
+        status="refused" if refused else status_of(text),
+        finish_reason=choice.finish_reason,
+        usage=usage_of(response.usage),
+        model_route=response.model,
+        request_id=request_id,
+        raw={"system_fingerprint": response.system_fingerprint,
+             **({"refusal": message.refusal} if message.refusal else {}),
+             **({"rate_limit_headers": dict(headers)} if headers else {})},
+    )
 
 
 class OpenAIProvider:
@@ -78,26 +104,7 @@ class OpenAIProvider:
             raise sdk_error(error) from None
         except ValueError as error:   # JSONDecodeError: a body cut off, or not JSON at all
             raise unreadable_reply(error) from None
-        if not isinstance(response, openai.types.chat.ChatCompletion) or not response.choices \
-                or response.choices[0].message is None:
-            # A gateway's HTML page arrives as a str; a body without choices carries no answer.
-            raise malformed_reply(reply_shape(response), "no choices[0].message")
-        choice = response.choices[0]
-        message = choice.message
-        text = message.content or ""
-        refused = bool(message.refusal) or choice.finish_reason == "content_filter"
-        usage = response.usage
-        return Completion(
-            text=text,
-            status="refused" if refused else status_of(text),
-            finish_reason=choice.finish_reason,
-            usage=usage_of(usage),
-            model_route=response.model,
-            request_id=getattr(response, "_request_id", None),
-            raw={"system_fingerprint": response.system_fingerprint,
-                 **({"refusal": message.refusal} if message.refusal else {}),
-                 **({"rate_limit_headers": headers} if headers else {})},
-        )
+        return completion_of(response, request_id=getattr(response, "_request_id", None), headers=headers)
 
     async def aclose(self) -> None:
         await self._client.close()
