@@ -30,6 +30,7 @@ NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (pr
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
                "model", "judges", "retry", "prices")
 PATH_KEYS = ("output_dir", "data", "corpus")
+PRICE_KEYS = frozenset({"input", "output", "batch_input", "batch_output"})
 RATE_LIMIT_KEYS = frozenset({"requests_per_minute", "input_tokens_per_minute",
                              "output_tokens_per_minute", "window_seconds"})
 
@@ -52,6 +53,8 @@ class EndpointConfig:
     env: list[str] | None = None       # command provider: variables passed on besides the basics
     rate_limit: dict[str, float] | None = None   # {requests,input_tokens,output_tokens}_per_minute
     approximation: bool = False        # a stand-in, not a model (e.g. an example rater): label outputs
+    mode: str = "live"                 # live, or batch: through the provider's batch API (evalnb.batch)
+    batch: dict[str, Any] | None = None   # batch mode options: resend, max_requests, max_bytes
     role: str = "model"                # where it sits in the parameters, for messages
 
 
@@ -268,6 +271,8 @@ def _check_types(e: EndpointConfig, role: str) -> None:
             raise bad(key, "a string")
     if e.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", e.api_key_env):
         raise bad("api_key_env", "the NAME of an environment variable (never the key itself)")
+    from evalnb.batch import check_endpoint
+    check_endpoint(e.mode, e.batch, e.provider, role)
 
 
 def _retry(raw: Any, source: str) -> RetryPolicy:
@@ -313,11 +318,12 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         raise ConfigError(f"{source}: judges: expected a list")
     prices = params.get("prices") or {}
     if not isinstance(prices, Mapping) or not all(
-            isinstance(p, Mapping) and set(p) == {"input", "output"}
+            isinstance(p, Mapping) and {"input", "output"} <= set(p) <= PRICE_KEYS
             and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in p.values())
             for p in prices.values()):
         raise ConfigError(f"{source}: prices: expected MODEL: {{input: USD, output: USD}} per "
-                          "million tokens for each model")
+                          "million tokens for each model (batch_input, batch_output optional: the batch "
+                          "price, half the live price when absent)")
 
     def path(value: Any) -> Path:
         p = Path(str(value)).expanduser()

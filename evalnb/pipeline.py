@@ -143,6 +143,9 @@ async def _run_stage(calls: Sequence[Call], endpoints: Mapping[str, EndpointConf
             provider = make_provider(endpoint)
             if provider is not None:
                 pool[role] = provider
+        if any(e.mode == "batch" for e in endpoints.values()) or run.path("batches.jsonl").exists():
+            from evalnb.batch.engine import run_stage   # batch mode, or batches still in flight
+            return await run_stage(calls, pool, endpoints, store, run, done=done, desc=desc)
         return await run_calls(calls, pool, store, run.config.retry, is_done=done, desc=desc,
                                concurrency=run.config.concurrency)
     finally:
@@ -157,8 +160,17 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
     counts = run_blocking(lambda: _run_stage(calls, endpoints, store, run, done=done, desc=name))
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir), stages={name: {
         "started_at": started, "finished_at": utc_now(), "calls": len(calls),
-        "new_records": dict(counts)}}, routes=routes(run, stage_records(run)))
+        "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}},
+        routes=routes(run, stage_records(run)))
     return counts
+
+
+def _batch_manifest(run: Run, name: str, endpoints: Mapping[str, EndpointConfig]) -> dict[str, Any]:
+    """Batch mode's part of a stage's manifest entry: modes and batches (nothing for a live run)."""
+    if not run.path("batches.jsonl").exists() and all(e.mode == "live" for e in endpoints.values()):
+        return {}
+    from evalnb.batch.engine import stage_manifest
+    return stage_manifest(run.dir, name, endpoints)
 
 
 def stage_records(run: Run) -> dict[str, dict[str, Record]]:

@@ -744,6 +744,9 @@ class FakeLLMServer:
         # (``requests`` and ``count`` then stay empty).
         self.keep_requests: bool = True
         self.url: str = ""  # valid after start()
+        # Extra APIs served on the same port (tests/fakebatch.py adds the batch APIs): each is
+        # called with (request, unquoted path) and returns a reply, or None to pass.
+        self.routes: list[Callable[[_HttpRequest, str], _Wire | None]] = []
         self.port: int = 0  # port to bind (0 = any free one); the bound port after start()
 
         self._lock = threading.Lock()
@@ -952,6 +955,10 @@ class FakeLLMServer:
         path = unquote(http_req.target.split("?", 1)[0])
         if path == "/_stats" and http_req.method == "GET":
             return _json_wire(200, self.stats())
+        for route in self.routes:
+            routed = route(http_req, path)
+            if routed is not None:
+                return routed
 
         api: str | None = None
         url_model = ""
