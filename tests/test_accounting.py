@@ -149,4 +149,4 @@ def test_mixed_panel_through_the_whole_pipeline(server: FakeLLMServer, tmp_path:
     manifest = json.loads((Path(params["output_dir"]) / "manifest.json").read_text())
     assert manifest["routes"]["judge2"]["as_returned"] == ["judge-claude"]
     assert manifest["routes"]["judge3"]["as_returned"] == ["judge-gemini-fake-001"]
-    assert manifest["routes"]["judge4"]["as_returned"] == ["command:" + Path(sys.executable).name]
+    assert manifest["routes"]["judge4"]["as_returned"] == [f"command:{Path(sys.executable).name} judge.py"]
