@@ -5,9 +5,10 @@
 Four phases, each with its own fake server (``python -m tests.fakeserver``) in its own process,
 so that each phase's ``/_stats`` counts only its own calls:
 
-1. faults:      ~200 WildTrace tasks x (1 answer + 3 judges: openai, anthropic, gemini) at a
-                20% fault rate of every kind; ``evalnb run`` again until it exits 0.
-2. reference:   the same run with no fault, into another directory: the numbers to match.
+1. reference:   ~200 WildTrace tasks x (1 answer + 3 judges: openai, anthropic, gemini) with no
+                fault: the numbers to match (the soak stops here if this run fails).
+2. faults:      the same tasks into another directory at a 20% fault rate of every kind;
+                ``evalnb run`` again until it exits 0.
 3. kills:       on a fresh directory (fewer faults), ``evalnb run`` is SIGKILLed (its whole
                 process group) at random moments, each kill followed by a resume; then it
                 runs to completion. A stage kernel left alive after a kill is a failure.
@@ -320,7 +321,7 @@ def report_store(report: Report, label: str, check: StoreCheck) -> None:
 
 
 def fault_phase(ws: Workspace, report: Report) -> tuple[Any, ...] | None:
-    print(f"[1/4] faults: {len(ws.task_ids)} tasks, fault rate {FAULT_RATE}, every kind", flush=True)
+    print(f"[2/4] faults: {len(ws.task_ids)} tasks, fault rate {FAULT_RATE}, every kind", flush=True)
     with fake_server(ws.log("server-faults"), FAULT_RATE, ws.seed) as server:
         params, out = ws.params("faults", server.url)
         codes = run_until_complete(params, ws.log("faults"), "faults")
@@ -338,16 +339,16 @@ def fault_phase(ws: Workspace, report: Report) -> tuple[Any, ...] | None:
 
 
 def reference_phase(ws: Workspace, report: Report) -> tuple[tuple[Any, ...] | None, float]:
-    print("[2/4] reference: the same tasks, no fault", flush=True)
+    print(f"[1/4] reference: {len(ws.task_ids)} tasks, no fault", flush=True)
     with fake_server(ws.log("server-reference"), 0.0, ws.seed) as server:
         params, out = ws.params("reference", server.url)
         code, seconds = run_to_end(params, ws.log("reference"))
         stats = server.stats()
-    print(f"  reference: exit {code} in {seconds:.0f} s", flush=True)
+    print(f"  reference: exit {code} in {seconds:.0f} s  [{last_line(ws.log('reference'))}]", flush=True)
     check = check_stores(out, ws.task_ids)
-    report.add("reference run", f"exit {code}, {seconds:.0f} s, statuses {json.dumps(dict(check.statuses))}",
-               code == 0 and not check.lost and not check.duplicated and paid_twice(stats) == 0)
-    return numbers(out), seconds
+    ok = code == 0 and not check.lost and not check.duplicated and paid_twice(stats) == 0
+    report.add("reference run", f"exit {code}, {seconds:.0f} s, statuses {json.dumps(dict(check.statuses))}", ok)
+    return (numbers(out) if ok else None), seconds
 
 
 @dataclass
@@ -395,14 +396,16 @@ def kill_phase(ws: Workspace, report: Report, kills: int, run_seconds: float) ->
         stats = server.stats()
     killed = sum(a.killed for a in attempts)
     orphaned = sum(a.orphans for a in attempts)
-    # A resume that ended by itself in an error (exit 1) did not survive the kill before it.
-    failed_resumes = sum(1 for a in attempts[1:] if a.exit_code == 1)
+    # A kill is survived when it left no kernel behind and the resume after it did not end by
+    # itself in an error (exit 1); the last kill's resume is the run to completion.
+    resumes = [a.exit_code for a in attempts[1:]] + [codes[0]]
+    failed_resumes = sum(1 for a, after in zip(attempts, resumes) if a.killed and after == 1)
     mid_calls = sum(a.mid_calls for a in attempts)
     print(f"  {killed} kills in {len(attempts)} runs ({mid_calls} while records were being written); "
           f"{orphaned} orphan kernels; {failed_resumes} resumes failed", flush=True)
     check = check_stores(out, ws.task_ids)
     complete = codes[-1] == 0 and not check.lost
-    survived = killed - failed_resumes - sum(1 for a in attempts if a.orphans)
+    survived = sum(1 for a, after in zip(attempts, resumes) if a.killed and after != 1 and not a.orphans)
     report.add("kills survived", f"{survived}/{killed} ({mid_calls} mid-calls; orphan kernels left: {orphaned}, "
                f"failed resumes: {failed_resumes}, completed afterwards: {complete}, exit codes {codes})",
                survived == killed == kills and complete)
@@ -445,8 +448,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"soak: work directory {root}", flush=True)
     started = time.monotonic()
     report = Report()
-    faulty = fault_phase(ws, report)
     reference, run_seconds = reference_phase(ws, report)
+    if reference is None:   # nothing to compare with: the setup or evalnb itself is broken
+        report.print()
+        print(f"soak: the fault-free run failed; see {ws.log('reference')}")
+        return 1
+    faulty = fault_phase(ws, report)
     killed = kill_phase(ws, report, args.kills, run_seconds)
     concurrent_phase(ws, report)
     for label, got in (("faults", faulty), ("kills", killed)):

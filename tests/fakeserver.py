@@ -612,6 +612,9 @@ class _Wire:
     # Reset: send only this many bytes of the payload (Content-Length still
     # announces all of it), then close the connection.
     send_only: int | None = None
+    # A successful answer to this request identity: counted when it goes out to a
+    # client still waiting for it.
+    success_of: str | None = None
 
     @property
     def sent_payload(self) -> bytes:
@@ -734,8 +737,9 @@ class FakeLLMServer:
         # Injected faults by kind, and by request identity then kind.
         self.fault_counts: collections.Counter[str] = collections.Counter()
         self.faults_by_identity: dict[str, collections.Counter[str]] = {}
-        # Successful replies (a 200 Text, Refusal or Empty) by request identity: a
-        # count above 1 is a call that succeeded and was made again anyway.
+        # Successful replies (a 200 Text, Refusal or Empty sent to a client still
+        # connected) by request identity: a count above 1 is a call that succeeded
+        # and was made again anyway.
         self.success_counts: collections.Counter[str] = collections.Counter()
         # Runs on the server's event-loop thread, so it must not block.
         self.responder: Callable[[RecordedRequest], Reply] = lambda r: Text("ok")
@@ -938,6 +942,10 @@ class FakeLLMServer:
                     or http_req.version == "HTTP/1.0"
                     or wire.send_only is not None
                 )
+                # A client that timed out or was killed has closed its end: an answer
+                # it never reads is not a successful call.
+                if wire.success_of is not None and not reader.at_eof():
+                    self._count_success(wire.success_of)
                 writer.write(_render_http(wire, close))
                 await writer.drain()
                 if close:
@@ -1017,13 +1025,12 @@ class FakeLLMServer:
 
         if self.latency > 0:
             await asyncio.sleep(self.latency)
+        success = isinstance(reply, (Text, Refusal, Empty))   # a Hang's late answer is not
         if isinstance(reply, Hang):
             await asyncio.sleep(reply.seconds)
             reply = Text("late")
-        elif isinstance(reply, (Text, Refusal, Empty)):
-            # A Hang's late answer is not counted: its client has given up on it.
-            self._count_success(identity)
         wire = self._render(api, reply, model, _estimate_tokens(all_text))
+        wire.success_of = identity if success else None
         req.response = wire.sent_payload
         return wire
 

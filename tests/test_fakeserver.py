@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -652,3 +653,17 @@ def test_cli_fault_flags() -> None:
                          cwd=REPO_ROOT, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
     assert bad.returncode == 2 and "unknown fault kind" in bad.stderr
+
+
+def test_an_answer_to_a_client_that_left_is_not_a_success() -> None:
+    """A client that timed out or was killed closed its end before the answer went out:
+    only the answer to the client still waiting counts."""
+    with FakeLLMServer(latency=0.3) as srv:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as gone:
+            body = request_body("openai", "abandoned")
+            gone.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        # Answered after the abandoned request's wait ended (both wait `latency` on one loop).
+        assert outcome_of(srv, "openai", "waited") == "200 json"
+        assert srv.count() == 2
+        assert srv.success_counts == {request_identity("openai", "openai-test", "waited"): 1}
