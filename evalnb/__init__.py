@@ -22,14 +22,16 @@ _EXPORTS = {
                      "save_compare"), "evalnb.compare"),
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "rubric_items", "points_distribution"),
                     "evalnb.agreement"),
+    "batches_table": "evalnb.batch.report",
 }
 __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "status_breakdown",
            "score_histogram", "judge_distributions", "usage_table", "breakdown",
            "benchmark_figure", "open_compare", "leaderboard", "leaderboard_figure",
            "paired_differences", "repeats_table", "save_compare", "judge_means", "judge_agreement",
-           "disagreements", "rubric_items", "points_distribution"]   # the keys of _EXPORTS
+           "disagreements", "rubric_items", "points_distribution", "batches_table"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
+    from evalnb.batch.report import batches_table
     from evalnb.agreement import (disagreements, judge_agreement, judge_means, points_distribution,
                                   rubric_items)
     from evalnb.compare import (leaderboard, leaderboard_figure, open_compare, paired_differences,

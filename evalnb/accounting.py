@@ -61,10 +61,32 @@ def usage_by_stage(config: RunConfig, stores: Mapping[str, Mapping[str, Record]]
             # Reasoning tokens are already inside output_tokens (reading 20): shown, not added.
             row["output_tokens"] += usage.get("output_tokens", 0)
             row["reasoning_tokens"] += usage.get("reasoning_tokens") or 0
+            if record.get("batch"):   # answered inside a provider batch: billed at the batch price
+                for key, value in (("batch_calls", 1), ("batch_input_tokens", usage.get("input_tokens", 0)),
+                                   ("batch_output_tokens", usage.get("output_tokens", 0))):
+                    row[key] = row.get(key, 0) + value
         for model, row in rows.items():
-            row["cost_usd"] = cost_usd(model, row["input_tokens"], row["output_tokens"], config.prices)
+            batch_in, batch_out = row.get("batch_input_tokens", 0), row.get("batch_output_tokens", 0)
+            row["cost_usd"] = cost_usd(model, row["input_tokens"] - batch_in, row["output_tokens"] - batch_out,
+                                       config.prices)
+            if "batch_calls" in row and row["cost_usd"] is not None:
+                row["cost_usd"] += batch_cost_usd(model, batch_in, batch_out, config.prices) or 0.0
+                row["batch_price"] = price_note(config.prices)
         totals[stage] = dict(rows)
     return totals
+
+
+def batch_cost_usd(model: str, input_tokens: float, output_tokens: float,
+                   prices: Mapping[str, Mapping[str, float]]) -> float | None:
+    """Cost at the model's batch price (the price table's, else half the live price)."""
+    from evalnb.batch import batch_price
+    price = batch_price(prices, model)
+    return None if price is None else cost_usd(model, input_tokens, output_tokens, {model: price})
+
+
+def price_note(prices: Mapping[str, Mapping[str, float]]) -> str:
+    from evalnb.batch import price_note as note
+    return note(prices)
 
 
 def quota_minutes(rate_limit: Mapping[str, float] | None, row: Mapping[str, Any]) -> float | None:
@@ -103,20 +125,26 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
     an upper bound. Output tokens are the requests' budgets: also an upper bound.
     """
     names = endpoint_names(config)
+    modes = {names.get(role, role): e.mode for role, e in (("model", config.model), *config.judge_roles())}
     rows: dict[tuple[str, str], dict[str, Any]] = {}
 
     def tally(stage: str, calls: Any, done: Any) -> dict[str, Prepared]:
         """Count one stage's calls into ``rows``; return the prepared calls still to run."""
         stored = JsonlStore(run_dir / f"{stage}.jsonl").load()
+        held = batched_keys(run_dir, stage)
         pending = {}
         for call in calls:
             model = names.get(call.endpoint, call.endpoint)
-            r = rows.setdefault((stage, model), {"stage": stage, "model": model, "calls": 0,
-                                                 "skipped_no_call": 0, "already_done": 0, "to_make": 0,
+            r = rows.setdefault((stage, model), {"stage": stage, "model": model, "mode": modes.get(model, "live"),
+                                                 "calls": 0, "skipped_no_call": 0, "already_done": 0,
+                                                 "in_batches": 0, "to_make": 0,
                                                  "est_input_tokens": 0.0, "max_output_tokens": 0})
             r["calls"] += 1
             if call.key in stored and done(stored[call.key]):
                 r["already_done"] += 1
+                continue
+            if call.key in held:   # submitted in a batch still running: paid for, not made again
+                r["in_batches"] += 1
                 continue
             pending[call.key] = prepared = call.prepare()
             if prepared.request is None:
@@ -137,9 +165,28 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
     limits = {names.get(role, role): e.rate_limit
               for role, e in (("model", config.model), *config.judge_roles())}
     for r in rows.values():
-        r["min_minutes_under_rate_limit"] = quota_minutes(limits.get(r["model"]), r)
+        # A batch is not held to the live rate limit (the providers' batch limits are separate).
+        r["min_minutes_under_rate_limit"] = quota_minutes(limits.get(r["model"]), r) if r["mode"] == "live" else None
         r["est_input_tokens"] = round(r["est_input_tokens"])
         r["est_input_cost_usd"] = cost_usd(r["model"], r["est_input_tokens"], 0, config.prices)
         r["max_total_cost_usd"] = cost_usd(r["model"], r["est_input_tokens"], r["max_output_tokens"],
                                            config.prices)
+        # Live and batch side by side, whichever mode the endpoint is set to.
+        r["max_total_cost_batch_usd"] = batch_cost_usd(r["model"], r["est_input_tokens"], r["max_output_tokens"],
+                                                       config.prices)
     return list(rows.values())
+
+
+def batched_keys(run_dir: Path, stage: str) -> set[str]:
+    """Calls of ``stage`` that a batch still in flight holds (read-only)."""
+    from evalnb.batch.journal import CALLS_DIR, JOURNAL_NAME
+    if not (run_dir / JOURNAL_NAME).exists():
+        return set()
+    from evalnb.batch.engine import in_flight
+    from evalnb.records import read_json_if_exists
+    keys: set[str] = set()
+    for entry in in_flight(run_dir):
+        if entry["stage"] == stage:
+            data = read_json_if_exists(run_dir / CALLS_DIR / f"{entry['key']}.calls.json") or {"calls": []}
+            keys.update(row["key"] for row in data["calls"])
+    return keys

@@ -47,7 +47,10 @@ def render_html(notebook: Path) -> Path:
     return target
 
 
-def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str]) -> int:
+def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str],
+                   wait: float | None = None) -> int:
+    """``wait``: poll batches in flight until they finish, this many seconds apart (batch mode)."""
+    from evalnb.batch import WAIT_ENV
     from evalnb.manifest import update_manifest
     from evalnb.pipeline import open_run
 
@@ -56,22 +59,52 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
     run = open_run(params, sets, require_keys=True)
     assert run.lock is not None
     os.environ[TOKEN_ENV] = run.lock.token
+    if wait is not None:
+        os.environ[WAIT_ENV] = f"{wait:g}"   # read by the stage kernels' batch engine
     update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
     try:
         failed = _execute(run, stages)
     finally:
+        if wait is not None:
+            os.environ.pop(WAIT_ENV, None)
         run.close()
+    waiting = _batches_waiting(run.dir)
     if failed or "aggregate" not in stages:
+        if not failed and waiting:
+            print(f"evalnb: {waiting}", file=sys.stderr)
+            return EXIT_INCOMPLETE
         return EXIT_ERROR if failed else EXIT_OK
     status = read_json_if_exists(run.path("status.json")) or {"state": "error"}
     print(f"evalnb: run {status['state']}: {run.dir}", file=sys.stderr)
     if status["state"] == "complete":
         return EXIT_OK
     if status["state"] == "incomplete":
-        print(f"evalnb: resumable work remains {status.get('resumable')}; run the same "
-              "command again to resume", file=sys.stderr)
+        if waiting:
+            print(f"evalnb: {waiting}", file=sys.stderr)
+        else:
+            print(f"evalnb: resumable work remains {status.get('resumable')}; run the same "
+                  "command again to resume", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_ERROR
+
+
+def _batches_waiting(run_dir: Path) -> str | None:
+    """The one line for batches still in flight (batch mode), or None."""
+    from evalnb.batch.journal import JOURNAL_NAME
+    if not (run_dir / JOURNAL_NAME).exists():
+        return None
+    from evalnb.batch.engine import waiting_line
+    return waiting_line(run_dir)
+
+
+def status_command(run_dir: Path) -> int:
+    """A run's state and its batches, read from the run directory alone: no call, no write."""
+    from evalnb.batch.engine import status_text
+
+    if not run_dir.is_dir():
+        raise ConfigError(f"status: {run_dir} is not a directory")
+    print(status_text(run_dir.resolve()))
+    return EXIT_OK
 
 
 def _execute(run: Any, stages: Sequence[str]) -> bool:
@@ -180,6 +213,10 @@ def estimate_command(params: Path, sets: Sequence[str]) -> int:
     print("ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
           "output tokens and judge calls for answers not yet generated are upper bounds "
           "(every in-scope task answered, every budget used).")
+    if config.prices:
+        from evalnb.batch import price_note
+        print(f"Costs: max_total_cost_usd at the live price, max_total_cost_batch_usd in batch mode ({price_note(config.prices)}); "
+              "mode is how each endpoint is set to run.")
     return EXIT_OK
 
 
@@ -309,6 +346,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help="override a parameter (dotted keys, YAML values); repeatable")
     run_p.add_argument("--stage", choices=STAGES, action="append",
                        help="run only this stage (repeatable); default: all four in order")
+    run_p.add_argument("--wait", action="store_true",
+                       help="batch mode: poll batches in flight until they finish (default: poll once, exit 2 "
+                            "while any is running)")
+    run_p.add_argument("--poll-interval", type=float, default=60.0, metavar="SECONDS",
+                       help="seconds between polls with --wait (default 60)")
     for name, text in (("estimate", "print the calls, tokens and cost a run will make (no call)"),
                        ("probe-window", "probe the model's context window in characters")):
         p = sub.add_parser(name, help=text)
@@ -324,6 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmp_p.add_argument("--n-boot", type=int, dest="n_boot")
     cmp_p.add_argument("--seed", type=int)
     cmp_p.add_argument("--threshold", type=float, help="judges disagree above this difference (0.2)")
+    status_p = sub.add_parser("status", help="a run's state and its batches (batch mode), read from the run "
+                                             "directory without touching anything")
+    status_p.add_argument("run_dir", type=Path)
     render_p = sub.add_parser("render", help="paper-ready HTML of every executed notebook in a run or compare")
     render_p.add_argument("folder", type=Path)
     render_p.add_argument("--no-input", action="store_true", help="hide the code cells")
@@ -339,7 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             stages = [s for s in STAGES if s in (args.stage or STAGES)]
-            return execute_stages(args.params, args.sets, stages)
+            return execute_stages(args.params, args.sets, stages,
+                                  wait=args.poll_interval if args.wait else None)
         if args.command == "estimate":
             return estimate_command(args.params, args.sets)
         if args.command == "probe-window":
@@ -347,6 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compare":
             return compare_command(args.runs, args.out, args.params,
                                    {"n_boot": args.n_boot, "seed": args.seed, "threshold": args.threshold})
+        if args.command == "status":
+            return status_command(args.run_dir)
         if args.command == "render":
             return render_command(args.folder, args.no_input)
         return demo(args.outputs.resolve())

@@ -319,9 +319,12 @@ class GeminiBatches:
         return out
 
 
-BACKENDS = {"openai": OpenAIBatches, "anthropic": AnthropicBatches, "gemini": GeminiBatches}
-
-
 def backend_for(provider: str, live: Any) -> Backend:
-    backend: Backend = BACKENDS[provider](live)
-    return backend
+    """The batch API of ``provider``, over the live provider ``live`` (its client and builders)."""
+    if provider == "openai":
+        return OpenAIBatches(live)
+    if provider == "anthropic":
+        return AnthropicBatches(live)
+    if provider == "gemini":
+        return GeminiBatches(live)
+    raise ValueError(f"no batch API for provider {provider!r}")

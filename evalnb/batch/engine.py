@@ -188,12 +188,12 @@ class StageBatches:
                 self.journal.update(entry, provider_state=poll.provider_state, counts=poll.counts)
             return Counter()
         rows = self.journal.calls(entry)
-        finished = {"provider_state": poll.provider_state, "counts": poll.counts,
-                    "finished_at": poll.finished_at or utc_now()}
+        finished_at = poll.finished_at or utc_now()
+        finished = {"provider_state": poll.provider_state, "counts": poll.counts, "finished_at": finished_at}
         if poll.state == "failed":
             failure = ProviderError("transient", f"batch failed as a whole ({poll.provider_state})"
                                     + (f": {poll.error}" if poll.error else ""), code="batch_failed")
-            counts = self.write(entry, rows, {}, failure, store, done, finished["finished_at"])
+            counts = self.write(entry, rows, {}, failure, store, done, finished_at)
             self.journal.update(entry, state="failed", error=failure.message, collected_at=utc_now(),
                                 results=dict(counts), **finished)
             return counts
@@ -210,7 +210,7 @@ class StageBatches:
         outcomes = {cid: outcome for cid, outcome in results if cid in ours}
         missing = lost("expired" if "EXPIRED" in poll.provider_state.upper() else "missing",
                        f"no result in batch {entry['batch_id']} ({poll.provider_state})")
-        counts = self.write(entry, rows, outcomes, missing, store, done, finished["finished_at"])
+        counts = self.write(entry, rows, outcomes, missing, store, done, finished_at)
         self.journal.update(entry, state="collected", collected_at=utc_now(), results=dict(counts), **finished)
         return counts
 
@@ -383,3 +383,42 @@ def stage_manifest(run_dir: Path, stage: str, endpoints: Mapping[str, EndpointCo
     if not entries and all(m == "live" for m in modes.values()):
         return {}
     return {"modes": modes, "batches": entries}
+
+
+STATUS_COLUMNS = (("stage", "stage"), ("endpoint", "endpoint"), ("provider", "provider"), ("batch_id", "batch id"),
+                  ("state", "state"), ("provider_state", "provider says"), ("calls", "calls"),
+                  ("submitted_at", "submitted"), ("finished_at", "finished"), ("results", "results"))
+
+
+def status_text(run_dir: Path) -> str:
+    """``evalnb status``: the run's state and every batch, from the run directory alone."""
+    from evalnb.records import read_json_if_exists
+
+    status = read_json_if_exists(run_dir / "status.json")
+    lines = [f"run: {run_dir}",
+             "state: " + (f"{status['state']} (resumable: {status.get('resumable')}; updated {status.get('updated_at')})"
+                          if status else "not aggregated yet")]
+    entries = read_only(run_dir)
+    if not entries:
+        lines.append("batches: none (every endpoint live)")
+        return "\n".join(lines)
+    flight = [e for e in entries if e["state"] in IN_FLIGHT]
+    lines.append(f"batches: {len(entries)}, {len(flight)} in flight ({sum(e['calls'] for e in flight):,} calls)")
+    rows = [[_cell(e, key) for key, _ in STATUS_COLUMNS] for e in entries]
+    headers = [title for _, title in STATUS_COLUMNS]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    waiting = waiting_line(run_dir)
+    if waiting:
+        lines.append(waiting)
+    return "\n".join(lines)
+
+
+def _cell(entry: Entry, key: str) -> str:
+    value = entry.get(key)
+    if key == "submitted_at" and value is None:
+        value = f"(intent {entry.get('intent_at')})"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in value.items())
+    return "-" if value is None else str(value)
