@@ -4,6 +4,9 @@
     python bench/bench_runner.py --big-docs           # only the big-document configuration
     python bench/bench_runner.py --compare-transport  # also a bare AsyncOpenAI loop, httpx2 vs aiohttp
 
+`make bench` then runs bench/bench_command.py: the whole `evalnb run` command beside a bare SDK
+loop and evalnb in-process, the big-document configuration, pacing and start-up times.
+
 The parent generates the workload, starts ``python -m tests.fakeserver --latency L`` in its
 own process, and runs every configuration (and every repeat) in a fresh subprocess of this
 script (``--worker``), so peak RSS and CPU time are never mixed. A worker runs the stages as
@@ -302,11 +305,14 @@ def main() -> int:
     if args.profile:   # profiled figures are inflated: keep the last real ones
         print(f"\nprofile of the first worker in {args.profile}; {RESULTS.name} not written")
         return 0
+    previous = json.loads(RESULTS.read_text("utf-8")) if RESULTS.exists() else {}
     RESULTS.write_text(json.dumps({
         "date": datetime.date.today().isoformat(), "bench_seconds": round(time.perf_counter() - started),
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "args": {k: v for k, v in vars(args).items() if k != "worker"},
         "ideal": "(T/C + 3T/C) * latency", "runs": runs, "bare_transport": bare, "targets": targets,
+        # bench_command.py's figures (make bench runs it next) are kept until it replaces them
+        **({"command": previous["command"]} if "command" in previous else {}),
     }, indent=2) + "\n")
     print(f"\n{time.perf_counter() - started:.0f}s; figures in {RESULTS.relative_to(REPO)}")
     return 0
