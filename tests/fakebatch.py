@@ -5,8 +5,9 @@ SDKs call them, so that evalnb's batch mode is tested through the real SDK code.
   ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/batches`` (newest first).
 * Anthropic: ``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``,
   ``GET /v1/messages/batches`` (newest first), ``GET .../{id}/results`` (JSONL).
-* Gemini: ``POST /{v}/models/{model}:batchGenerateContent`` (inline requests),
-  ``GET /{v}/batches/{id}``, ``GET /{v}/batches``.
+* Gemini: ``POST /{v}/models/{model}:batchGenerateContent`` (inline requests, or a file
+  uploaded by the resumable protocol at ``POST /upload/{v}/files``), ``GET /{v}/batches/{id}``,
+  ``GET /{v}/batches``, ``GET /{v}/files/{id}:download`` (a file input's results).
 
 Each batched request is answered exactly as the live endpoint would answer it: it takes the
 server's queued replies and :attr:`FakeLLMServer.responder` in request order, and is rendered
@@ -55,6 +56,8 @@ _GEMINI_BATCH = re.compile(r"^/(?P<v>v1beta|v1|v1alpha)/batches(?:/(?P<id>[^/:]+
 _OPENAI_BATCH = re.compile(r"^/v1/batches(?:/(?P<id>[^/]+))?$")
 _OPENAI_FILE = re.compile(r"^/v1/files(?:/(?P<id>[^/]+)/content)?$")
 _ANTHROPIC_BATCH = re.compile(r"^/v1/messages/batches(?:/(?P<id>[^/]+)(?P<results>/results)?)?$")
+_GEMINI_UPLOAD = re.compile(r"^/upload/(?:v1beta|v1|v1alpha)/files$")
+_GEMINI_DOWNLOAD = re.compile(r"^/(?:v1beta|v1|v1alpha)/files/(?P<id>[^/:]+):download$")
 
 
 @dataclass
@@ -88,6 +91,7 @@ class FakeBatches:
         self.requests: list[RecordedRequest] = []    # every batched request, in submission order
         self.files: dict[str, tuple[str, bytes]] = {}   # OpenAI file id -> (filename, content)
         self.retrieves = 0
+        self._uploads: dict[str, tuple[dict[str, Any], bytearray]] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         server.routes.append(self._route)
@@ -122,6 +126,10 @@ class FakeBatches:
                     return self._anthropic_results(m["id"])
                 if req.method == "GET":
                     return self._get("anthropic", m["id"]) if m["id"] else self._list("anthropic", query)
+            if _GEMINI_UPLOAD.match(path) and req.method == "POST":
+                return self._gemini_upload(req, query)
+            if (m := _GEMINI_DOWNLOAD.match(path)) and req.method == "GET":
+                return self._file_content(f"files/{m['id']}")
             if (m := _GEMINI_CREATE.match(path)) and req.method == "POST":
                 return self._gemini_create(req, m["model"])
             if (m := _GEMINI_BATCH.match(path)) and req.method == "GET":
@@ -189,12 +197,38 @@ class FakeBatches:
 
     def _gemini_create(self, req: _HttpRequest, model: str) -> _Wire:
         body = json.loads(req.body)["batch"]
-        inline = body["inputConfig"]["requests"]["requests"]
-        items = [((r.get("metadata") or {}).get("key", str(i)), f"/v1beta/models/{model}:generateContent", r["request"])
-                 for i, r in enumerate(inline)]
+        live_path = f"/v1beta/models/{model}:generateContent"
+        source = body["inputConfig"]
+        if "fileName" in source:   # a JSONL file uploaded with client.files: {"key", "request"} per line
+            _, content = self.files[source["fileName"]]
+            lines = [json.loads(line) for line in content.decode("utf-8").splitlines() if line.strip()]
+            items = [(line["key"], live_path, line["request"]) for line in lines]
+        else:
+            inline = source["requests"]["requests"]
+            items = [((r.get("metadata") or {}).get("key", str(i)), live_path, r["request"])
+                     for i, r in enumerate(inline)]
         batch = self._new("gemini", model, body.get("displayName"), {}, items)
-        batch.metadata["_inline_metadata"] = [r.get("metadata") for r in inline]
+        batch.metadata["_input_file"] = source.get("fileName")
         return _json_wire(200, self._gemini_view(batch))
+
+    def _gemini_upload(self, req: _HttpRequest, query: dict[str, list[str]]) -> _Wire:
+        """The resumable upload protocol as google-genai speaks it: a start request that
+        returns the upload URL, then chunks, the last one with ``finalize``."""
+        if "upload_id" not in query:
+            upload_id = f"upload{next(self._ids):06d}"
+            meta = json.loads(req.body or b"{}").get("file") or {}
+            self._uploads[upload_id] = (meta, bytearray())
+            url = f"{self.server.url}/upload/v1beta/files?upload_id={upload_id}"
+            return _Wire(200, {"x-goog-upload-url": url, "x-goog-upload-status": "active"}, b"{}")
+        meta, content = self._uploads[query["upload_id"][0]]
+        content += req.body
+        if "finalize" not in req.headers.get("x-goog-upload-command", ""):
+            return _Wire(200, {"x-goog-upload-status": "active"}, b"")
+        name = f"files/in{next(self._ids):06d}"
+        self.files[name] = (meta.get("displayName") or name, bytes(content))
+        file = {"name": name, "displayName": meta.get("displayName"), "mimeType": meta.get("mimeType"),
+                "sizeBytes": str(len(content)), "state": "ACTIVE", "uri": f"{self.server.url}/v1beta/{name}"}
+        return _json_wire(200, {"file": file}, {"x-goog-upload-status": "final"})
 
     # -- progress ----------------------------------------------------------------------------
 
@@ -236,14 +270,18 @@ class FakeBatches:
                 self.server._count_success(identity)
             results.append(self._result(batch.api, custom_id, reply, request))
         batch.results = results
+        if batch.api == "gemini" and batch.metadata.get("_input_file"):   # results as a file too
+            lines = [{"key": r["metadata"]["key"], **{k: v for k, v in r.items() if k != "metadata"}}
+                     for r in results]
+            batch.output_file = self._store_file(f"{batch.id}_responses.jsonl", lines, prefix="files/out")
         if batch.api == "openai":
             ok = [r for r in results if r["response"] and r["response"]["status_code"] == 200]
             bad = [r for r in results if not (r["response"] and r["response"]["status_code"] == 200)]
             batch.output_file = self._store_file(f"{batch.id}_output.jsonl", ok) if ok else None
             batch.error_file = self._store_file(f"{batch.id}_error.jsonl", bad) if bad else None
 
-    def _store_file(self, name: str, lines: list[dict[str, Any]]) -> str:
-        file_id = f"file-{next(self._ids):06d}"
+    def _store_file(self, name: str, lines: list[dict[str, Any]], prefix: str = "file-") -> str:
+        file_id = f"{prefix}{next(self._ids):06d}"
         self.files[file_id] = (name, b"".join(_json_bytes(line) + b"\n" for line in lines))
         return file_id
 
@@ -356,7 +394,9 @@ class FakeBatches:
         }
         if b.ended_at:
             metadata["endTime"] = _iso(b.ended_at)
-        if b.state == "ended":
+        if b.state == "ended" and b.output_file:
+            metadata["output"] = {"responsesFile": b.output_file}
+        elif b.state == "ended":
             metadata["output"] = {"inlinedResponses": {"inlinedResponses": b.results}}
         view: dict[str, Any] = {"name": f"batches/{b.id}", "metadata": metadata}
         if b.state in ("ended", "failed", "expired"):

@@ -34,10 +34,16 @@ TRANSPORT = {"attempts", "waits", "started_at", "elapsed_s", "request_id", "batc
 
 
 def base_url(provider: str, server: FakeLLMServer) -> str:
+    provider = provider.removesuffix("-file")
     return f"{server.url}/v1" if provider == "openai" else server.url
 
 
 def endpoint(provider: str, server: FakeLLMServer, name: str, **extra: Any) -> dict[str, Any]:
+    """``gemini-file``: Gemini with every batch sent as an uploaded JSONL file, never inline."""
+    if provider == "gemini-file":
+        provider = "gemini"
+        if extra.get("mode") == "batch":
+            extra["batch"] = {"inline_max_bytes": 0}
     return {"provider": provider, "name": name, "base_url": base_url(provider, server), **extra}
 
 
@@ -143,7 +149,7 @@ BENCHMARKS = {
 
 
 @pytest.mark.parametrize("bench", sorted(BENCHMARKS))
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", [*PROVIDERS, "gemini-file"])
 def test_batched_requests_carry_exactly_the_live_bodies(server: FakeLLMServer, batches: FakeBatches, tmp_path: Path,
                                                         waiting: None, provider: str, bench: str) -> None:
     live = run_all(BENCHMARKS[bench](tmp_path / "live", server, provider, "live"))
@@ -167,8 +173,10 @@ def test_batched_requests_carry_exactly_the_live_bodies(server: FakeLLMServer, b
                 assert got[name] == want[name], f"{provider} {bench}: field {name!r} differs"
     if bench == "geoktools":   # the structured-output schema and the system prompt travel too
         judged = [b for (model, _), bs in batch_bodies.items() if model == "geo-judge" for b in bs]
-        field = {"openai": "response_format", "anthropic": "output_config", "gemini": "generationConfig"}[provider]
+        field = {"openai": "response_format", "anthropic": "output_config"}.get(provider, "generationConfig")
         assert judged and all(field in b for b in judged)
+    assert all(bool(b.metadata.get("_input_file")) == (provider == "gemini-file")
+               for b in batches.created if b.api == "gemini")
 
 
 # --- a whole WildTrace pipeline -----------------------------------------------------------------------
@@ -296,8 +304,8 @@ def test_kill_between_submit_and_journal_does_not_submit_twice(server: FakeLLMSe
 def test_an_intent_the_provider_never_got_is_abandoned_and_resent(server: FakeLLMServer, batches: FakeBatches,
                                                                   tmp_path: Path, waiting: None) -> None:
     params = wildtrace(tmp_path, server, ("openai",) * 4, ("batch",) + ("live",) * 3)
-    server.routes.insert(0, lambda req, path: (_refuse_once(batches) if path == "/v1/batches" and req.method == "POST"
-                                               else None))
+    server.routes.insert(0, lambda req, path: (_refuse_once(batches, "openai")
+                                               if path == "/v1/batches" and req.method == "POST" else None))
     stage(params, "generate")
     entries = journal(tmp_path / "run")
     assert [e["state"] for e in entries] == ["abandoned", "collected"]
@@ -305,12 +313,53 @@ def test_an_intent_the_provider_never_got_is_abandoned_and_resent(server: FakeLL
     assert sum(r["status"] == "ok" for r in records(tmp_path / "run", "generate").values()) == 11
 
 
-def _refuse_once(batches: FakeBatches) -> Any:
+def test_an_adopted_batch_whose_results_are_not_ours_is_abandoned(server: FakeLLMServer, batches: FakeBatches,
+                                                                   tmp_path: Path) -> None:
+    """Anthropic batches carry no metadata: an intent is matched by time and size, then checked
+    by the custom ids of its results."""
+    import anthropic
+
+    params = wildtrace(tmp_path, server, ("anthropic", "openai", "openai", "openai"), ("batch",) + ("live",) * 3)
+    server.routes.insert(0, lambda req, path: (_refuse_once(batches, "anthropic")
+                                               if path == "/v1/messages/batches" and req.method == "POST" else None))
+    stage(params, "generate")                      # the create failed: an intent, maybe created, maybe not
+    (entry,) = journal(tmp_path / "run")
+    assert entry["state"] == "intent" and "overloaded" in entry["last_error"]
+    client = anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0)
+    foreign = client.messages.batches.create(requests=[   # someone else's batch of the same size, just after
+        {"custom_id": f"theirs-{i}", "params": {"model": "other", "max_tokens": 5,
+                                                "messages": [{"role": "user", "content": f"Question: x{i}\n"}]}}
+        for i in range(11)])
+    stage(params, "generate")                      # adopted by time and size, refused by its results
+    first, second = journal(tmp_path / "run")
+    assert (first["state"], first["batch_id"], first["adopted"]) == ("abandoned", foreign.id, True)
+    assert second["state"] == "submitted" and second["calls"] == 11
+    assert not any("batch" in r for r in records(tmp_path / "run", "generate").values())
+    stage(params, "generate")
+    generated = records(tmp_path / "run", "generate")
+    assert sum(r["status"] == "ok" for r in generated.values()) == 11
+    assert {r["batch"]["id"] for r in generated.values() if r.get("attempts")} == {second["batch_id"]}
+
+
+def test_an_endpoint_switched_to_live_still_collects_its_batch(server: FakeLLMServer, batches: FakeBatches,
+                                                               tmp_path: Path) -> None:
+    params = wildtrace(tmp_path, server, ("openai",) * 4, ("batch",) + ("live",) * 3)
+    stage(params, "generate")
+    params["model"]["mode"] = "live"
+    stage(params, "generate")                      # collected, and nothing it holds is made again live
+    generated = records(tmp_path / "run", "generate")
+    assert sum(r["status"] == "ok" and "batch" in r for r in generated.values()) == 11
+    assert server.requests == []
+
+
+def _refuse_once(batches: FakeBatches, api: str) -> Any:
     """A 503 for the first batch create (the provider did not create it)."""
     from tests.fakeserver import _json_wire
     if getattr(batches, "_refused", False):
         return None
     batches._refused = True   # type: ignore[attr-defined]
+    if api == "anthropic":
+        return _json_wire(503, {"type": "error", "error": {"type": "api_error", "message": "overloaded"}})
     return _json_wire(503, {"error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}})
 
 
@@ -417,6 +466,23 @@ def test_chunks_respect_the_request_and_byte_limits(server: FakeLLMServer, batch
     assert len({b.id for b in batches.created}) == len(batches.created)
     tags = [e["key"] for e in journal(tmp_path / "run")]
     assert len(set(tags)) == len(tags)
+
+
+def test_gemini_batches_too_large_to_send_inline_go_as_a_file(server: FakeLLMServer, batches: FakeBatches,
+                                                              tmp_path: Path, waiting: None) -> None:
+    live = run_all(wildtrace(tmp_path / "live", server, ("gemini",) * 4, ("live",) * 4))
+    params = wildtrace(tmp_path / "batch", server, ("gemini",) * 4, ("batch", "batch", "live", "live"))
+    for role in (params["model"], params["judges"][0]):
+        role["batch"] = {"inline_max_bytes": 30_000}
+    scores = run_all(params)
+    assert numbers(scores) == numbers(live)
+    contestant, judge = batches.created
+    # 11 documents and questions come to about 47 kB: a file; 11 short judge prompts: inline.
+    assert contestant.metadata["_input_file"] and not judge.metadata["_input_file"]
+    size = len(batches.files[contestant.metadata["_input_file"]][1])
+    assert size > 30_000
+    assert all(r.get("batch", {}).get("id") == f"batches/{contestant.id}"
+               for r in records(tmp_path / "batch" / "run", "generate").values() if r.get("attempts"))
 
 
 def test_limits_are_data_with_their_sources() -> None:

@@ -16,7 +16,8 @@ exactly as a live call's record would be, read by the live provider's own reply 
 Endpoint parameters: ``mode: batch`` (default ``live``) and an optional ``batch:`` mapping:
 ``resend`` (``batch``, the default, or ``live``: how a call that failed transiently inside a
 batch is sent again), ``max_requests`` and ``max_bytes`` (smaller chunks than the provider
-allows).
+allows), ``inline_max_bytes`` (Gemini: a batch larger than this goes as an uploaded file; 0
+always uploads one).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from evalnb.errors import ConfigError
 BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
 MODES = ("live", "batch")
 RESEND = ("batch", "live")
-OPTION_KEYS = frozenset({"resend", "max_requests", "max_bytes"})
+OPTION_KEYS = frozenset({"resend", "max_requests", "max_bytes", "inline_max_bytes"})
 # `evalnb run --wait`: poll until every batch has finished, this many seconds apart.
 WAIT_ENV = "EVALNB_BATCH_WAIT"
 DEFAULT_POLL_INTERVAL = 60.0
@@ -44,13 +45,18 @@ DEFAULT_POLL_INTERVAL = 60.0
 class Limits:
     max_requests: int
     max_bytes: int
+    inline_bytes: int | None   # requests travel inside the create call up to this size (0 never, None always)
     source: str
 
     def capped(self, options: Mapping[str, Any] | None) -> Limits:
-        """The provider's limits, lowered by the endpoint's ``batch.max_requests/max_bytes``."""
+        """The provider's limits, lowered by the endpoint's ``batch.max_requests``, ``max_bytes``
+        and ``inline_max_bytes`` (a provider that takes a file and inline requests)."""
         options = options or {}
+        inline = self.inline_bytes
+        if inline and options.get("inline_max_bytes") is not None:
+            inline = min(inline, options["inline_max_bytes"])
         return Limits(min(self.max_requests, options.get("max_requests") or self.max_requests),
-                      min(self.max_bytes, options.get("max_bytes") or self.max_bytes), self.source)
+                      min(self.max_bytes, options.get("max_bytes") or self.max_bytes), inline, self.source)
 
 
 @cache
@@ -61,9 +67,12 @@ def _table() -> dict[str, Any]:
 
 
 def limits(provider: str) -> Limits:
-    """Per-batch limits of ``provider`` (``max_bytes`` already reduced by its margin)."""
+    """Per-batch limits of ``provider`` (byte limits already reduced by its margin)."""
     row = _table()[provider]
-    return Limits(int(row["max_requests"]), int(row["max_bytes"] * row.get("margin", 1.0)), row["source"])
+    margin = row.get("margin", 1.0)
+    inline = row.get("inline_max_bytes")
+    return Limits(int(row["max_requests"]), int(row["max_bytes"] * margin),
+                  None if inline is None else int(inline * margin), row["source"])
 
 
 def price_factor() -> float:
@@ -102,10 +111,12 @@ def check_endpoint(mode: Any, options: Any, provider: str, where: str) -> None:
                           f"got {options!r}")
     if options.get("resend", "batch") not in RESEND:
         raise ConfigError(f"{where}.batch.resend: expected batch or live, got {options.get('resend')!r}")
-    for key in ("max_requests", "max_bytes"):
+    for key in ("max_requests", "max_bytes", "inline_max_bytes"):
         value = options.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise ConfigError(f"{where}.batch.{key}: expected a positive integer, got {value!r}")
+        minimum = 0 if key == "inline_max_bytes" else 1
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
+            raise ConfigError(f"{where}.batch.{key}: expected a {'non-negative' if minimum == 0 else 'positive'} "
+                              f"integer, got {value!r}")
 
 
 def wait_interval() -> float | None:

@@ -49,13 +49,15 @@ class Poll:
 
 class Backend(Protocol):
     provider: str
-    spools: bool    # lines are written to a file as the chunk grows (OpenAI uploads a file)
 
     def line(self, custom_id: str, request: ChatRequest) -> Any: ...
 
-    def line_bytes(self, line: Any) -> bytes: ...
+    def line_bytes(self, line: Any) -> bytes:
+        """The request as it counts against the batch's byte limit (as a file line, where the
+        provider takes a file)."""
 
-    async def submit(self, tag: str, lines: Sequence[Any] | Path) -> tuple[str, dict[str, Any]]: ...
+    async def submit(self, tag: str, lines: Sequence[Any] | None, spool: Path | None) -> tuple[str, dict[str, Any]]:
+        """Create the batch from ``lines`` (inline) or, when None, the file ``spool``."""
 
     async def find(self, tag: str, since: float, count: int, claimed: set[str]) -> str | None: ...
 
@@ -112,7 +114,6 @@ class OpenAIBatches:
     """``client.files`` (a JSONL input file, ``purpose="batch"``) and ``client.batches``."""
 
     provider = "openai"
-    spools = True
     endpoint = "/v1/chat/completions"
 
     def __init__(self, live: Any) -> None:
@@ -124,9 +125,9 @@ class OpenAIBatches:
     def line_bytes(self, line: Any) -> bytes:
         return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
 
-    async def submit(self, tag: str, lines: Sequence[Any] | Path) -> tuple[str, dict[str, Any]]:
-        assert isinstance(lines, Path)
-        upload = await self.client.files.create(file=(f"{tag}.jsonl", lines.read_bytes(), "application/jsonl"),
+    async def submit(self, tag: str, lines: Sequence[Any] | None, spool: Path | None) -> tuple[str, dict[str, Any]]:
+        assert spool is not None
+        upload = await self.client.files.create(file=(f"{tag}.jsonl", spool.read_bytes(), "application/jsonl"),
                                                 purpose="batch")
         batch = await self.client.batches.create(input_file_id=upload.id, endpoint=self.endpoint,
                                                  completion_window="24h", metadata={"evalnb_tag": tag})
@@ -201,7 +202,6 @@ class AnthropicBatches:
     """
 
     provider = "anthropic"
-    spools = False
 
     def __init__(self, live: Any) -> None:
         self.live, self.client = live, live._client
@@ -213,8 +213,8 @@ class AnthropicBatches:
     def line_bytes(self, line: Any) -> bytes:
         return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b","
 
-    async def submit(self, tag: str, lines: Sequence[Any] | Path) -> tuple[str, dict[str, Any]]:
-        assert not isinstance(lines, Path)
+    async def submit(self, tag: str, lines: Sequence[Any] | None, spool: Path | None) -> tuple[str, dict[str, Any]]:
+        assert lines is not None
         batch = await self.client.messages.batches.create(requests=list(lines))
         return batch.id, {}
 
@@ -260,10 +260,13 @@ class AnthropicBatches:
 # --- Gemini --------------------------------------------------------------------------------------
 
 class GeminiBatches:
-    """``client.batches`` with inline requests; each carries its custom id in ``metadata.key``."""
+    """``client.batches``: inline requests while the batch is small, else a JSONL file uploaded
+    with ``client.files`` (``{"key", "request"}`` per line) whose results come back as a file
+    (``{"key", "response"}`` or ``{"key", "error"}`` per line). Inline requests carry their
+    custom id in ``metadata.key``. The file line is the very request the SDK sends inline (its
+    own converter), so both inputs carry the live ``generateContent`` body."""
 
     provider = "gemini"
-    spools = False
     TERMINAL_OK = ("JOB_STATE_SUCCEEDED", "JOB_STATE_PARTIALLY_SUCCEEDED", "JOB_STATE_EXPIRED",
                    "JOB_STATE_CANCELLED")
 
@@ -276,13 +279,25 @@ class GeminiBatches:
                                     metadata={"key": custom_id})
 
     def line_bytes(self, line: Any) -> bytes:
-        return json.dumps(line.model_dump(mode="json", exclude_none=True), ensure_ascii=False).encode("utf-8")
+        from google.genai import _common
+        from google.genai.batches import _InlinedRequest_to_mldev
 
-    async def submit(self, tag: str, lines: Sequence[Any] | Path) -> tuple[str, dict[str, Any]]:
-        assert not isinstance(lines, Path)
-        job = await self.client.aio.batches.create(model=self.live.model, src=list(lines),
-                                                   config={"display_name": tag})
-        return str(job.name), {}
+        wire = _InlinedRequest_to_mldev(self.client._api_client, line)   # what the SDK sends inline
+        wire = _common.encode_unserializable_types(_common.convert_to_dict(wire))
+        entry = {"key": line.metadata["key"], "request": wire["request"]}
+        return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+    async def submit(self, tag: str, lines: Sequence[Any] | None, spool: Path | None) -> tuple[str, dict[str, Any]]:
+        extra: dict[str, Any] = {}
+        if lines is not None:
+            src: Any = list(lines)
+        else:
+            assert spool is not None
+            upload = await self.client.aio.files.upload(
+                file=str(spool), config={"display_name": tag, "mime_type": "application/jsonl"})
+            src, extra = upload.name, {"input_file": upload.name}
+        job = await self.client.aio.batches.create(model=self.live.model, src=src, config={"display_name": tag})
+        return str(job.name), extra
 
     async def find(self, tag: str, since: float, count: int, claimed: set[str]) -> str | None:
         async for job in await self.client.aio.batches.list(config={"page_size": 100}):
@@ -299,24 +314,43 @@ class GeminiBatches:
         return Poll(state, name, {}, iso(job.end_time), error, job)
 
     async def results(self, poll: Poll, order: Sequence[str]) -> list[tuple[str, Outcome]]:
-        from evalnb.providers.gemini import completion_of
-
-        responses = (poll.raw.dest.inlined_responses if poll.raw.dest is not None else None) or []
+        dest = poll.raw.dest
+        if dest is not None and dest.file_name:
+            data = await self.client.aio.files.download(file=dest.file_name)
+            return [self.read_file_line(json.loads(line)) for line in data.decode("utf-8").splitlines()
+                    if line.strip()]
+        responses = (dest.inlined_responses if dest is not None else None) or []
         out: list[tuple[str, Outcome]] = []
         for position, item in enumerate(responses):
             # Matched by the key each request carried; by position where a response lost it.
             custom_id = (item.metadata or {}).get("key") or (order[position] if position < len(order) else "")
-            outcome: Outcome
-            if item.error is not None:
-                status = GRPC_STATUS.get(item.error.code or 2, 500)
-                outcome = http_error(status, item.error.message or "error")
-            else:
-                try:
-                    outcome = completion_of(item.response)
-                except ProviderError as failure:
-                    outcome = failure
-            out.append((custom_id, outcome))
+            out.append((custom_id, self.outcome(item.response, item.error)))
         return out
+
+    def read_file_line(self, line: Mapping[str, Any]) -> tuple[str, Outcome]:
+        """One line of a results file: the REST response read as the SDK reads a live one."""
+        from google.genai import types
+        from google.genai.batches import _GenerateContentResponse_from_mldev
+
+        error = line.get("error") or line.get("status")
+        if error is not None:
+            return str(line.get("key")), self.outcome(None, types.JobError(**{k: error.get(k) for k in
+                                                                            ("code", "message")}))
+        body = line.get("response")
+        response = (types.GenerateContentResponse._from_response(
+            response=_GenerateContentResponse_from_mldev(body), kwargs={}) if isinstance(body, Mapping) else body)
+        return str(line.get("key")), self.outcome(response, None)
+
+    @staticmethod
+    def outcome(response: Any, error: Any) -> Outcome:
+        from evalnb.providers.gemini import completion_of
+
+        if error is not None:
+            return http_error(GRPC_STATUS.get(error.code or 2, 500), error.message or "error")
+        try:
+            return completion_of(response)
+        except ProviderError as failure:
+            return failure
 
 
 def backend_for(provider: str, live: Any) -> Backend:

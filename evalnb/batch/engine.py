@@ -67,13 +67,18 @@ async def run_stage(calls: Sequence[Call], pool: Mapping[str, Provider], endpoin
 
 @dataclass
 class Chunk:
-    """A batch being filled: its lines (in memory, or spooled to a file) and its calls."""
+    """A batch being filled: its calls, and its requests spooled to a file (a file input)
+    and/or held in memory (inline requests) while they stay within the inline limit."""
 
     tag: str
-    spool: Path | None
-    lines: list[Any] = field(default_factory=list)
+    spool: Path | None                # the file copy (backends that upload a file), or None
+    inline_limit: int | None          # bytes held inline at most; None: no limit; 0: never inline
+    lines: list[Any] | None = None    # the inline requests, None once past the inline limit
     rows: list[dict[str, Any]] = field(default_factory=list)
     size: int = 0
+
+    def __post_init__(self) -> None:
+        self.lines = [] if self.inline_limit != 0 else None
 
     def custom_id(self) -> str:
         return f"{self.tag}-{len(self.rows)}"
@@ -82,10 +87,13 @@ class Chunk:
         if self.spool is not None:
             with self.spool.open("ab") as f:   # documents are not all held at once
                 f.write(data)
-        else:
-            self.lines.append(line)
-        self.rows.append({"custom_id": custom_id, "key": call.key, "fields": dict(fields)})
         self.size += len(data)
+        if self.lines is not None:
+            if self.inline_limit is not None and self.size > self.inline_limit:
+                self.lines = None   # too large to send inline: the spooled file goes instead
+            else:
+                self.lines.append(line)
+        self.rows.append({"custom_id": custom_id, "key": call.key, "fields": dict(fields)})
 
 
 class StageBatches:
@@ -269,7 +277,7 @@ class StageBatches:
                 if request is None:
                     continue
                 if chunk is None:
-                    chunk = self.new_chunk(role, backend)
+                    chunk = self.new_chunk(role, limit.inline_bytes)
                 custom_id = chunk.custom_id()
                 line = backend.line(custom_id, request)
                 data = backend.line_bytes(line)
@@ -280,7 +288,7 @@ class StageBatches:
                     continue
                 if chunk.rows and (len(chunk.rows) >= limit.max_requests or chunk.size + len(data) > limit.max_bytes):
                     statuses += await self.submit(chunk, role, backend, store)
-                    chunk = self.new_chunk(role, backend)
+                    chunk = self.new_chunk(role, limit.inline_bytes)
                     custom_id = chunk.custom_id()
                     line = backend.line(custom_id, request)
                     data = backend.line_bytes(line)
@@ -310,14 +318,15 @@ class StageBatches:
             statuses[record["status"]] += 1
         return prepared.request, prepared.fields
 
-    def new_chunk(self, role: str, backend: Backend) -> Chunk:
+    def new_chunk(self, role: str, inline_bytes: int | None) -> Chunk:
+        """A chunk spooled to a file unless its provider always takes requests inline."""
         tag = self.journal.next_tag(self.stage, role)
         spool = None
-        if backend.spools:
+        if inline_bytes is not None:
             spool = self.dir / CALLS_DIR / f"{tag}.input.jsonl"
             spool.parent.mkdir(parents=True, exist_ok=True)
             spool.unlink(missing_ok=True)
-        return Chunk(tag, spool)
+        return Chunk(tag, spool, inline_bytes)
 
     async def submit(self, chunk: Chunk, role: str, backend: Backend, store: JsonlStore) -> Counter[str]:
         """Intent first, then the provider; a crash in between is resolved on the next pass."""
@@ -328,7 +337,7 @@ class StageBatches:
             "model": endpoint.name, "state": "intent", "batch_id": None, "calls": len(chunk.rows),
             "bytes": chunk.size, "intent_at": utc_now(), "intent_ts": time.time()})
         try:
-            batch_id, extra = await backend.submit(chunk.tag, chunk.spool if chunk.spool else chunk.lines)
+            batch_id, extra = await backend.submit(chunk.tag, chunk.lines, chunk.spool)
         except Exception as error:   # noqa: BLE001
             failure = management_error(error)
             if failure.kind == "permanent":   # refused outright: no batch exists
