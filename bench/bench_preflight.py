@@ -49,7 +49,7 @@ def main() -> None:
         runs = []
         for _ in range(3):
             started = time.perf_counter()
-            wildtrace.check_documents(config, wildtrace.load_tasks(config))
+            wildtrace.WildTrace(config).check_documents()
             runs.append(time.perf_counter() - started)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"documents: {TASKS} x {CHARS:,} characters ({size / 1e9:.2f} GB on disk, every tenth Chinese)")

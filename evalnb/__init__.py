@@ -17,28 +17,31 @@ __version__ = "0.1.0"
 _EXPORTS = {
     **dict.fromkeys(("Run", "open_run", "generate", "judge", "aggregate"), "evalnb.pipeline"),
     **dict.fromkeys(("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
-                     "breakdown", "benchmark_figure"), "evalnb.report"),
+                     "breakdown", "benchmark_figure", "benchmark_tables", "tasks"), "evalnb.report"),
     **dict.fromkeys(("open_compare", "leaderboard", "leaderboard_figure", "paired_differences", "repeats_table",
                      "save_compare"), "evalnb.compare"),
-    **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "rubric_items", "points_distribution"),
-                    "evalnb.agreement"),
+    **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
+                     "benchmark_compare_figure"), "evalnb.agreement"),
+    "show": "evalnb.evidence",
     "batches_table": "evalnb.batch.report",
 }
 __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "status_breakdown",
            "score_histogram", "judge_distributions", "usage_table", "breakdown",
-           "benchmark_figure", "open_compare", "leaderboard", "leaderboard_figure",
+           "benchmark_figure", "benchmark_tables", "tasks", "open_compare", "leaderboard", "leaderboard_figure",
            "paired_differences", "repeats_table", "save_compare", "judge_means", "judge_agreement",
-           "disagreements", "rubric_items", "points_distribution", "batches_table"]   # the keys of _EXPORTS
+           "disagreements", "benchmark_analysis", "benchmark_compare_figure", "show",
+           "batches_table"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
     from evalnb.batch.report import batches_table
-    from evalnb.agreement import (disagreements, judge_agreement, judge_means, points_distribution,
-                                  rubric_items)
+    from evalnb.agreement import (benchmark_analysis, benchmark_compare_figure, disagreements, judge_agreement,
+                                  judge_means)
     from evalnb.compare import (leaderboard, leaderboard_figure, open_compare, paired_differences,
                                 repeats_table, save_compare)
     from evalnb.pipeline import Run, aggregate, generate, judge, open_run
-    from evalnb.report import (benchmark_figure, breakdown, headline, judge_distributions,
-                               score_histogram, status_breakdown, usage_table)
+    from evalnb.evidence import show
+    from evalnb.report import (benchmark_figure, benchmark_tables, breakdown, headline, judge_distributions,
+                               score_histogram, status_breakdown, tasks, usage_table)
 
 
 def __getattr__(name: str) -> Any:

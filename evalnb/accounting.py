@@ -156,11 +156,11 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
         return pending
 
     responses = JsonlStore(run_dir / "generate.jsonl").load()
-    for key, prepared in tally("generate", bench.generation_calls(config, tasks), bench.generation_done).items():
+    for key, prepared in tally("generate", bench.generation_calls(), bench.generation_done).items():
         # Decided without a call (e.g. out of context) as recorded; otherwise assume an answer.
         responses[key] = dict(prepared.fields) if prepared.request is None else \
             {"status": "ok", "text": "x" * assumed_response_chars}
-    tally("judge", bench.judge_calls(config, tasks, responses), bench.judge_done)
+    tally("judge", bench.judge_calls(responses), bench.judge_done)
 
     limits = {names.get(role, role): e.rate_limit
               for role, e in (("model", config.model), *config.judge_roles())}

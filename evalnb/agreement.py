@@ -1,18 +1,17 @@
-"""Can the judges be trusted? Agreement within a panel (WildTrace judges, GeoExpertQueries
-runs) and which rubric items models miss (WildTrace)."""
+"""Can the judges be trusted? Agreement within a panel (the judges of a panel, or an
+autorater's independent runs: whatever per-item scores the benchmark declares), and the
+benchmark's own analysis across runs (what it declares; e.g. the rubric items models miss)."""
 
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from evalnb.compare import Comparison
-from evalnb.judging import JudgeReplyError, field_of
+from evalnb.evidence import TitledTables
 
 if TYPE_CHECKING:
     from evalnb.figures import ReportFigure
@@ -20,9 +19,9 @@ if TYPE_CHECKING:
 
 def verdict_table(cmp: Comparison) -> pd.DataFrame:
     """One row per (model, item, judge) verdict."""
-    return pd.DataFrame([(run.label, item, judge, score) for run in cmp.runs
-                         for item, judge, score in cmp.benchmark.verdicts(run.scores)],
-                        columns=["model", "item", "judge", "score"])
+    rows = [(run.label, item, judge, score) for run in cmp.runs
+            for item, judges in run.results(cmp.benchmark).judges.items() for judge, score in judges.items()]
+    return pd.DataFrame(rows, columns=["model", "item", "judge", "score"])
 
 
 def judge_means(cmp: Comparison) -> pd.DataFrame:
@@ -60,7 +59,7 @@ def judge_agreement(cmp: Comparison) -> pd.DataFrame:
 
 
 def disagreements(cmp: Comparison) -> pd.DataFrame:
-    """The items whose judges disagree most, with where to find their records."""
+    """The items whose judges disagree most, with where to find their evidence."""
     table = verdict_table(cmp)
     if not len(table):
         return pd.DataFrame(columns=["model", "item", "spread", "scores", "record"])
@@ -70,71 +69,28 @@ def disagreements(cmp: Comparison) -> pd.DataFrame:
         lambda g: ", ".join(f"{j}={v:.2f}" for j, v in zip(g.judge, g.score)), include_groups=False).rename("scores")
     out = pd.concat([spread, scores], axis=1).reset_index().sort_values("spread", ascending=False).head(cmp.top)
     out["record"] = [f"{dirs[m] / 'scores.json'}#{item}" for m, item in zip(out.model, out["item"])]
+    out["show"] = [f"evalnb show {dirs[m]} {item}" for m, item in zip(out.model, out["item"])]
     cmp.tables["disagreements"] = out
     return out.set_index(["model", "item"])
 
 
-# --- rubric analysis (WildTrace) --------------------------------------------------------------------
+# --- the benchmark's own analysis ------------------------------------------------------------------
 
-def points_awarded(reply: str | None) -> list[float] | None:
-    """The judge's per-item points, when its reply lists them."""
-    try:
-        value, _ = field_of(reply or "", "points_awarded")
-    except JudgeReplyError:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        return None
-    return [float(v) for v in value]
+def _runs(cmp: Comparison) -> list[tuple[str, Any]]:
+    return [(run.label, run.scores) for run in cmp.runs]
 
 
-def rubric_items(cmp: Comparison) -> pd.DataFrame:
-    """How often each rubric item was awarded (share of its points, over judges), per model;
-    the items missed most come first."""
-    if cmp.name != "wildtrace":
-        return pd.DataFrame()
-    from evalnb.benchmarks.wildtrace import read_tasks
-    tasks = {t.task_id: t for t in read_tasks(Path(cmp.runs[0].scores["config"]["data"]))}
-    shares: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for run in cmp.runs:
-        for row in run.scores["tasks"]:
-            if row["task_id"] not in tasks:
-                continue   # the data file changed since the run: nothing to attribute to
-            rubric = tasks[row["task_id"]].rubric
-            for verdict in row["judges"]:
-                awarded = points_awarded(verdict["reply"])
-                if awarded is None or len(awarded) != len(rubric):
-                    continue   # a reply that does not itemise cannot be attributed to items
-                for i, (item, points) in enumerate(zip(rubric, awarded)):
-                    if item.points:
-                        shares[(row["task_id"], i)][run.label].append(min(1.0, max(0.0, points / item.points)))
-    rows = []
-    for (task_id, i), per_model in shares.items():
-        item = tasks[task_id].rubric[i]
-        model_rates = {m: float(np.mean(v)) for m, v in per_model.items()}
-        rows.append({"task_id": task_id, "item": f"P{i + 1}", "points": item.points,
-                     "criterion": item.criterion[:90], **model_rates,
-                     "award_rate": float(np.mean(list(model_rates.values())))})
-    out = pd.DataFrame(rows)
-    if len(out):
-        out = out.sort_values(["award_rate", "task_id", "item"]).set_index(["task_id", "item"])
-    cmp.tables["rubric_items"] = out
-    return out.head(cmp.top) if len(out) else out
+def benchmark_analysis(cmp: Comparison) -> TitledTables:
+    """The tables the benchmark declares for a comparison, under their titles."""
+    tables = cmp.benchmark.compare_tables(_runs(cmp), cmp.top)
+    for n, (_, table) in enumerate(tables, start=1):
+        cmp.tables[f"benchmark_table_{n}"] = table
+    return TitledTables(tables, empty="The benchmark declares no further analysis across runs.")
 
 
-def points_distribution(cmp: Comparison) -> ReportFigure | None:
-    """WildTrace: per model, the distribution of each judged task's points (panel mean total)."""
-    if cmp.name != "wildtrace":
-        return None
-    from evalnb.figures import new_figure, save_figure
+def benchmark_compare_figure(cmp: Comparison) -> ReportFigure | None:
+    """The figure the benchmark declares for a comparison (None when it declares none)."""
+    from evalnb.figures import save_figure
 
-    fig = new_figure((6, 3.5))
-    ax = fig.subplots()
-    for run in cmp.runs:
-        totals = [np.mean([j["total"] for j in row["judges"]]) for row in run.scores["tasks"]
-                  if row["judges"] and all(j["total"] is not None for j in row["judges"])]
-        ax.hist(totals, bins=10, range=(0, 100), alpha=0.5, label=run.label)
-    ax.set_xlabel("points per judged task (panel mean of totals)")
-    ax.set_ylabel("tasks")
-    ax.legend(fontsize=7)
-    ax.set_title("points distribution per task")
-    return save_figure(fig, cmp.out / "figures", "points_distribution")
+    fig = cmp.benchmark.compare_figure(_runs(cmp))
+    return save_figure(fig, cmp.out / "figures", "benchmark_analysis") if fig is not None else None

@@ -198,12 +198,13 @@ def estimate_command(params: Path, sets: Sequence[str]) -> int:
     import pandas as pd
 
     from evalnb.accounting import estimate, minimum_run_minutes
-    from evalnb.pipeline import load_config
+    from evalnb.pipeline import load_config, make_benchmark
 
-    config, bench = load_config(params, sets)
-    for warning in bench.check_config(config):
+    config, bench_class = load_config(params, sets)
+    bench = make_benchmark(config, bench_class)
+    for warning in bench.warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
-    rows = estimate(config, bench, bench.load_tasks(config), config.output_dir)
+    rows = estimate(config, bench, bench.tasks, config.output_dir)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(pd.DataFrame(rows).set_index(["stage", "model"]).to_string())
     shortest = minimum_run_minutes(rows)
@@ -307,6 +308,14 @@ def demo(outputs: Path) -> int:
     return worst
 
 
+def show_command(run_dir: Path, item_id: str) -> int:
+    """One item's evidence (what its benchmark declares), read from the run's evidence.json."""
+    from evalnb.evidence import show
+
+    sys.stdout.write(show(run_dir, item_id))
+    return EXIT_OK
+
+
 def init_command(folder: Path, force: bool) -> int:
     """Copy the notebooks, example parameters, sample data and example rater into ``folder``."""
     try:
@@ -374,6 +383,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     render_p.add_argument("--no-input", action="store_true", help="hide the code cells")
     demo_p = sub.add_parser("demo", help="run the shipped samples through the offline baselines")
     demo_p.add_argument("--outputs", type=Path, default=Path("outputs"))
+    show_p = sub.add_parser("show", help="print one item's evidence (question, response, verdicts ...) from a run")
+    show_p.add_argument("run_dir", type=Path)
+    show_p.add_argument("item_id")
     init_p = sub.add_parser("init", help="copy the stage notebooks, example parameters and sample data into "
                                          "a folder, ready for JupyterLab")
     init_p.add_argument("folder", type=Path, nargs="?", default=Path("."), help="default: the current directory")
@@ -395,6 +407,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    {"n_boot": args.n_boot, "seed": args.seed, "threshold": args.threshold})
         if args.command == "status":
             return status_command(args.run_dir)
+        if args.command == "show":
+            return show_command(args.run_dir, args.item_id)
         if args.command == "render":
             return render_command(args.folder, args.no_input)
         return demo(args.outputs.resolve())

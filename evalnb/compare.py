@@ -20,6 +20,7 @@ import pandas as pd
 
 from evalnb import stats
 from evalnb.benchmarks import Benchmark, benchmark_for
+from evalnb.types import ItemResults, Metric
 from evalnb.errors import ConfigError, FingerprintMismatch
 from evalnb.fingerprint import short_json
 from evalnb.records import read_json_if_exists, write_json
@@ -37,6 +38,7 @@ class RunRecord:
     fingerprint: dict[str, Any]
     manifest: dict[str, Any]
     label: str = ""
+    _results: ItemResults | None = field(default=None, repr=False)
 
     @property
     def offline(self) -> bool:
@@ -47,11 +49,17 @@ class RunRecord:
         model = self.scores["config"]["model"]
         return self.scores["run_name"] if model["provider"] == "none" else model["name"]
 
+    def results(self, bench: type[Benchmark]) -> ItemResults:
+        """The run's items as its benchmark reads them from scores.json (read once)."""
+        if self._results is None:
+            self._results = bench.results(self.scores)
+        return self._results
+
 
 @dataclass
 class Comparison:
     runs: list[RunRecord]
-    benchmark: Benchmark
+    benchmark: type[Benchmark]
     out: Path
     n_boot: int = stats.N_BOOT
     seed: int = 0
@@ -129,60 +137,52 @@ def compare_params(path: Path) -> dict[str, Any]:
 
 # --- leaderboard ----------------------------------------------------------------------------------
 
-def _scores(cmp: Comparison, run: RunRecord, attempted_only: bool = False) -> dict[str, float]:
-    return {k: s for k, (s, attempted) in cmp.benchmark.items(run.scores).items()
-            if s is not None and (attempted or not attempted_only)}
+def _strata(results: ItemResults, ids: Sequence[str] | None = None) -> list[str]:
+    return [results.strata.get(i, "") for i in (results.ids if ids is None else ids)]
 
 
-def _ci_columns(cmp: Comparison, name: str, values: Sequence[float]) -> dict[str, Any]:
-    ci = stats.bootstrap_ci(values, n_boot=cmp.n_boot, seed=cmp.seed)
-    return {name: ci.mean, f"{name}_ci_low": ci.low, f"{name}_ci_high": ci.high}
+def intervals(cmp: Comparison, run: RunRecord) -> dict[str, stats.Interval]:
+    """Every metric the benchmark declares, with the compare's bootstrap settings."""
+    results = run.results(cmp.benchmark)
+    return stats.metric_intervals(results.values, cmp.benchmark.metrics(), strata=_strata(results),
+                                  n_boot=cmp.n_boot, seed=cmp.seed)
 
 
-def _by_k_columns(cmp: Comparison, run: RunRecord) -> dict[str, Any]:
-    """GeoKTools: each K's mean and interval, resampling within that K."""
-    k_of = {row["case_id"]: row["K"] for row in run.scores["tasks"]}
-    scores = _scores(cmp, run)
-    columns: dict[str, Any] = {}
-    for k in sorted(set(k_of.values())):
-        columns |= _ci_columns(cmp, f"K={k}", [s for case, s in scores.items() if k_of[case] == k])
-    return columns
+def headline_metrics(cmp: Comparison) -> list[Metric]:
+    return [m for m in cmp.benchmark.metrics() if m.headline]
 
 
 def leaderboard(cmp: Comparison) -> pd.DataFrame:
-    """Models sorted by the headline number, with seeded percentile bootstrap intervals."""
+    """Models sorted by the first headline metric, every declared metric with its seeded
+    percentile bootstrap interval (the same procedure and metrics as each run's own report)."""
     rows = []
     for run in cmp.runs:
-        s = run.scores
-        row: dict[str, Any] = {"model": run.label, "run": s["run_name"], "offline": run.offline}
-        if cmp.name == "wildtrace":
-            scored = [t["score"] for t in s["tasks"] if t["status"] == "ok" and t["score"] is not None]
-            row |= {"n": s["n_tasks"], **_ci_columns(cmp, "all_tasks", list(_scores(cmp, run).values())),
-                    **_ci_columns(cmp, "scored", scored), "scored_n": len(scored),
-                    "coverage": len(scored) / s["n_tasks"]}
-        else:
-            values = list(_scores(cmp, run).values())
-            row |= {"n": len(values), **_ci_columns(cmp, "overall", values)}
-            if cmp.name == "geoktools":
-                row |= _by_k_columns(cmp, run) | {"macro_over_k": s["macro_over_k"]}
+        row: dict[str, Any] = {"model": run.label, "run": run.scores["run_name"], "offline": run.offline,
+                               "n": len(run.results(cmp.benchmark).ids)}
+        for name, interval in intervals(cmp, run).items():
+            row[name] = interval.mean
+            if interval.method != "no interval":
+                row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high}
         rows.append(row)
-    headline = "all_tasks" if cmp.name == "wildtrace" else "overall"
-    table = pd.DataFrame(rows).sort_values(headline, ascending=False).set_index("model")
+    first = headline_metrics(cmp)[0].name
+    table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
     cmp.tables["leaderboard"] = table
     return table
 
 
 def paired_differences(cmp: Comparison) -> pd.DataFrame:
-    """Each pair of models on the items both attempted; paired bootstrap over items."""
+    """Each pair of models on the items both attempted; paired bootstrap over items (within
+    the benchmark's strata)."""
     order = list(ranked(cmp).index)
     runs = sorted(cmp.runs, key=lambda r: order.index(r.label))
     rows = []
     for a, b in itertools.combinations(runs, 2):
-        sa, sb = _scores(cmp, a, attempted_only=True), _scores(cmp, b, attempted_only=True)
-        common = sorted(set(sa) & set(sb))
-        ci = stats.paired_bootstrap_ci([sa[i] for i in common], [sb[i] for i in common],
-                                       n_boot=cmp.n_boot, seed=cmp.seed)
-        excludes = ci.low is not None and (ci.low > 0 or ci.high < 0)   # type: ignore[operator]
+        ra, rb = a.results(cmp.benchmark), b.results(cmp.benchmark)
+        sa, sb = _attempted_scores(ra), _attempted_scores(rb)
+        common = [i for i in ra.ids if i in sa and i in sb]
+        ci = stats.paired_bootstrap_ci([sa[i] for i in common], [sb[i] for i in common], n_boot=cmp.n_boot,
+                                       seed=cmp.seed, strata=_strata(ra, common))
+        excludes = ci.low is not None and ci.high is not None and (ci.low > 0 or ci.high < 0)
         rows.append({"model_a": a.label, "model_b": b.label, "n_common": len(common), "mean_diff": ci.mean,
                      "ci_low": ci.low, "ci_high": ci.high,
                      "note": ("interval excludes 0: " + (f"{a.label} ahead" if (ci.mean or 0) > 0 else f"{b.label} ahead"))
@@ -192,11 +192,20 @@ def paired_differences(cmp: Comparison) -> pd.DataFrame:
     return table
 
 
+def _attempted_scores(results: ItemResults) -> dict[str, float]:
+    return {i: s for i, s in results.scores.items() if s is not None and results.attempted.get(i, True)}
+
+
 def repeats_table(cmp: Comparison) -> pd.DataFrame:
-    """Mean and s.d. across repeats, for runs that have them."""
-    rows = [{"model": r.label, "number": name, **summary}
-            for r in cmp.runs for name, summary in (r.scores.get("repeat_summary") or {}).items()
-            if name != "per_repeat" and name != "by_k"]
+    """Each headline metric's mean and s.d. across repeats, for runs that have them."""
+    rows = []
+    for run in cmp.runs:
+        results = run.results(cmp.benchmark)
+        if results.repeats < 2:
+            continue
+        for metric in headline_metrics(cmp):
+            rows.append({"model": run.label, "number": metric.name,
+                         **stats.mean_sd(stats.per_repeat(metric, results.values, _strata(results)))})
     table = pd.DataFrame(rows, columns=["model", "number", "mean", "sd", "n"])
     cmp.tables["repeats"] = table
     return table
@@ -211,16 +220,16 @@ def leaderboard_figure(cmp: Comparison) -> ReportFigure:
     from evalnb.figures import new_figure, save_figure
 
     table = ranked(cmp)
-    columns = ["all_tasks", "scored"] if cmp.name == "wildtrace" else ["overall"]
-    fig = new_figure((4.5 * len(columns), 0.6 * len(table) + 1.6))
-    axes = fig.subplots(1, len(columns), squeeze=False)
-    for ax, column in zip(axes[0], columns):
-        values = table[column]
-        errors = [values - table[f"{column}_ci_low"], table[f"{column}_ci_high"] - values]
+    metrics = headline_metrics(cmp)
+    fig = new_figure((4.5 * len(metrics), 0.6 * len(table) + 1.6))
+    axes = fig.subplots(1, len(metrics), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        values = table[metric.name]
+        errors = [values - table[f"{metric.name}_ci_low"], table[f"{metric.name}_ci_high"] - values]
         ax.barh(list(table.index)[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
                 color=["#bbbbbb" if off else "#4c72b0" for off in list(table["offline"])[::-1]])
         ax.set_xlim(0, 1)
-        ax.set_xlabel({"all_tasks": "All (coverage-sensitive)", "scored": "Scored (valid responses)"}.get(column, column))
+        ax.set_xlabel(metric.label.split(":")[0])
     fig.suptitle(f"{cmp.name} leaderboard, 95% bootstrap CI (n_boot={cmp.n_boot}, seed={cmp.seed})"
                  + ("\ngrey: offline approximations, not comparable with the paper" if table["offline"].any() else ""))
     fig.tight_layout()

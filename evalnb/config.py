@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from evalnb.errors import ConfigError
-from evalnb.retry import RetryPolicy
+from evalnb.types import RetryPolicy
 from evalnb.redaction import SECRET_NAME, SECRET_VALUE
 
 PROVIDERS = ("openai", "anthropic", "gemini", "command", "offline", "none")

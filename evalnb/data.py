@@ -32,12 +32,14 @@ def read_json(path: Path) -> Any:
         raise DataError(str(path), f"invalid JSON: {e.msg}", line=e.lineno) from None
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, object)`` for every non-blank line."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(str(path), "file not found") from None
+def read_jsonl(path: Path, raw: bytes | None = None) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, object)`` for every non-blank line (of ``raw``, the file's bytes
+    already read, when given)."""
+    if raw is None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise DataError(str(path), "file not found") from None
     for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue

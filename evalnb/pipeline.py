@@ -75,8 +75,9 @@ class Run:
 
 
 def load_config(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()
-                ) -> tuple[RunConfig, Benchmark]:
-    """Parameters from a file path or a dictionary, with ``--set`` overrides applied."""
+                ) -> tuple[RunConfig, type[Benchmark]]:
+    """Parameters from a file path or a dictionary, with ``--set`` overrides applied; and the
+    benchmark's class (``bench(config)`` checks its own parameters and loads its inputs)."""
     if isinstance(source, Mapping):
         params, origin = dict(source), "parameters"
     else:
@@ -93,6 +94,13 @@ def load_config(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()
     return cfg.resolve(params, bench.OPTIONS, base=Path.cwd(), source=origin), bench
 
 
+def make_benchmark(config: RunConfig, bench: type[Benchmark]) -> Benchmark:
+    """The run's benchmark, built once: it checks its own parameters and loads its inputs.
+    It is told what a run being resumed recorded (e.g. the date a rating header keeps)."""
+    recorded = read_json_if_exists(config.output_dir / "fingerprint.json")
+    return bench(config, recorded["parts"] if recorded else None)
+
+
 def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *,
              require_keys: bool = False) -> Run:
     """Check parameters and data, then create or resume the run directory.
@@ -105,12 +113,11 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     if require_keys:
         check_keys(config)
     check_paths(config, "parameters" if isinstance(source, Mapping) else str(source))
-    warnings = bench.check_config(config)
-    tasks = bench.load_tasks(config)
-    check_documents = getattr(bench, "check_documents", None)   # benchmarks with a corpus
-    if check_documents is not None and not lock.is_stage_kernel(config.output_dir):
-        check_documents(config, tasks)   # a stage kernel's evalnb checked them moments ago
-    run = Run(config, bench, tasks, fingerprint(bench.fingerprint_parts(config, tasks)), warnings)
+    benchmark = make_benchmark(config, bench)
+    warnings = benchmark.warnings
+    if not lock.is_stage_kernel(config.output_dir):
+        benchmark.check_documents()   # a stage kernel's evalnb checked them moments ago
+    run = Run(config, benchmark, benchmark.tasks, fingerprint(benchmark.fingerprint_parts()), warnings)
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     prefetch((config.model, *config.judges))
     run.lock = lock.acquire(run.dir)   # the first write: refused if another process runs here
@@ -188,7 +195,7 @@ def judgements(run: Run) -> dict[str, Record]:
 
 def generate(run: Run) -> pd.DataFrame:
     """Stage 1: the contestant answers every task not already answered."""
-    calls = run.benchmark.generation_calls(run.config, run.tasks)
+    calls = run.benchmark.generation_calls()
     _stage(run, "generate", calls, {"model": run.config.model}, run.benchmark.generation_done)
     write_responses(run)
     return status_table(run)
@@ -198,7 +205,7 @@ def judge(run: Run) -> pd.DataFrame:
     """Stage 2: every configured judge grades every answer it has not yet graded."""
     import pandas as pd
 
-    calls = run.benchmark.judge_calls(run.config, run.tasks, responses(run))
+    calls = run.benchmark.judge_calls(responses(run))
     _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
     records = judgements(run).values()
     table = Counter((r.get("judge", r["endpoint"]), r["status"]) for r in records)
@@ -247,7 +254,7 @@ def routes(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, An
 def aggregate(run: Run) -> pd.DataFrame:
     """Stage 3: scores.json and status.json. Incomplete runs keep ``overall`` null."""
     stores = stage_records(run)
-    body = run.benchmark.score(run.config, run.tasks, stores["generate"], stores["judge"])
+    body = run.benchmark.score(stores["generate"], stores["judge"])
     scores = {
         "benchmark": run.config.benchmark, "run_name": run.config.run_name,
         "offline": run.config.offline,
@@ -266,13 +273,32 @@ def aggregate(run: Run) -> pd.DataFrame:
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
                     complete=body["complete"], routes=routes(run, stores),
                     usage=scores["usage"])
+    write_evidence(run, stores, scores)
     return headline_table(scores)
 
 
+def write_evidence(run: Run, stores: Mapping[str, Mapping[str, Record]], scores: Mapping[str, Any]) -> None:
+    """Every item's evidence, as its benchmark declares it: evidence.json and tasks.html."""
+    from evalnb import evidence
+
+    items = run.benchmark.evidence(stores["generate"], stores["judge"], scores)
+    bench = type(run.benchmark)
+    evidence.write_evidence(run.dir, evidence.run_meta(scores, metric_rows(scores), bench.STATUSES,
+                                                       bench.ITEM_NOUN), items)
+
+
+def metric_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The declared metrics of a scores.json, headline metrics first."""
+    metrics = scores.get("metrics") or {}
+    rows = [{"metric": name, "label": m["label"], "headline": m["headline"], "value": m["value"],
+             "ci_low": (m.get("ci") or {}).get("low"), "ci_high": (m.get("ci") or {}).get("high"),
+             "n": (m.get("ci") or {}).get("n")} for name, m in metrics.items()]
+    return sorted(rows, key=lambda r: not r["headline"])
+
+
 def headline_table(scores: Mapping[str, Any]) -> pd.DataFrame:
+    """Every metric the benchmark declares, headline metrics first, each with its interval."""
     import pandas as pd
 
-    skip = {"tasks", "fingerprint", "config", "warnings", "usage", "benchmark", "run_name",
-            "updated_at", "judge_config", "label"}
-    rows = [(k, v) for k, v in scores.items() if k not in skip and not isinstance(v, (dict, list))]
-    return pd.DataFrame(rows, columns=["metric", "value"]).set_index("metric")
+    columns = ["metric", "label", "headline", "value", "ci_low", "ci_high", "n"]
+    return pd.DataFrame(metric_rows(scores), columns=columns).set_index("metric")

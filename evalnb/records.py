@@ -22,8 +22,13 @@ from evalnb.redaction import redact_values
 
 def write_json(path: Path, value: Any) -> None:
     """Write whole or not at all: a reader never sees half a file."""
+    write_text(path, json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write whole or not at all, the registered key values redacted."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = redact_values(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+    text = redact_values(text)
     # A unique temporary name: two writers never share (or remove) each other's file.
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

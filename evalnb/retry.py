@@ -12,21 +12,7 @@ import random
 from dataclasses import dataclass, field
 
 from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_retries: int = 5
-    base_delay: float = 1.0        # seconds before the first retry, doubled each time
-    max_delay: float = 60.0        # cap on an exponential wait
-    retry_after_cap: float = 60.0  # cap on a server's Retry-After
-
-    def wait(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
-        """Seconds to wait before retry number ``retry`` (1-based)."""
-        if retry_after is not None:
-            return min(retry_after, self.retry_after_cap)
-        ceiling = min(self.max_delay, self.base_delay * 2 ** (retry - 1))
-        return ceiling / 2 + rng.uniform(0, ceiling / 2)   # "equal jitter"
+from evalnb.types import RetryPolicy as RetryPolicy   # defined with the shared types; re-exported
 
 
 @dataclass

@@ -17,40 +17,21 @@ import random
 import sys
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any, TypeVar
 
 from tqdm import tqdm
 
 from evalnb.pacing import PacedProvider, Pacer
-from evalnb.providers.base import ChatRequest, Completion, Provider
+from evalnb.providers.base import Completion, Provider
 from evalnb.records import JsonlStore
 from evalnb.redaction import redact
 from evalnb.retry import RetryPolicy, call_with_retries
+# The call and record types live in evalnb.types (shared by every layer); re-exported here.
+from evalnb.types import Call as Call, Prepared as Prepared, Record as Record
+from evalnb.types import answer_fields as answer_fields
 
 T = TypeVar("T")
-Record = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A call made ready: a request to send, or (``request=None``) a final record as is."""
-
-    request: ChatRequest | None
-    fields: Mapping[str, Any] = field(default_factory=dict)
-
-
-def answer_fields(completion: Completion) -> dict[str, Any]:
-    """The default reading of a completion: its status and text."""
-    return {"status": completion.status, "text": completion.text}
-
-
-@dataclass(frozen=True)
-class Call:
-    key: str
-    endpoint: str                                   # which provider of the pool runs it
-    prepare: Callable[[], Prepared]                 # runs when a worker takes the call
-    interpret: Callable[[Completion], dict[str, Any]] = answer_fields
 
 
 def completion_fields(completion: Completion) -> dict[str, Any]:

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 from rouge_score import rouge_scorer, tokenizers
 
+from evalnb.judging import as_number
+
 TOLERANCE = 0.10
-_PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _decoder = json.JSONDecoder()
 
 
@@ -120,25 +120,19 @@ def _as_float(value: int | float) -> float:
         return math.inf
 
 
-def as_number(value: Any) -> float | None:
-    """A finite JSON number, or a string holding only a plain decimal number; else None."""
-    if _is_number(value):
-        number = _as_float(value)
-    elif isinstance(value, str) and _PLAIN_NUMBER.fullmatch(value.strip()):
-        number = float(value.strip())
-    else:
-        return None
-    return number if math.isfinite(number) else None
+def numeric_rule(predicted: Any, golden: float) -> tuple[float, str]:
+    """Reading 13 for a golden number: the element's score and the rule that gave it."""
+    p = as_number(predicted)
+    if p is None:
+        return 0.0, "not a number"
+    if golden == 0:
+        return (1.0, "exact (golden 0)") if p == 0 else (0.0, "golden 0, not equal")
+    error = abs(p - golden) / abs(golden)
+    return (1.0, "within 10%") if error <= TOLERANCE else (max(0.0, 1.0 - error), "1 - relative error")
 
 
 def numeric_score(predicted: Any, golden: float) -> float:
-    p = as_number(predicted)
-    if p is None:
-        return 0.0
-    if golden == 0:
-        return 1.0 if p == 0 else 0.0
-    error = abs(p - golden) / abs(golden)
-    return 1.0 if error <= TOLERANCE else max(0.0, 1.0 - error)
+    return numeric_rule(predicted, golden)[0]
 
 
 @cache
@@ -161,12 +155,32 @@ def string_score(predicted: Any, golden: str) -> float:
     return float(_rouge().score(golden, text)["rougeL"].fmeasure)
 
 
-def element_score(predicted: Any, golden: Any) -> float:
+def element_rule(predicted: Any, golden: Any) -> tuple[float, str]:
+    """One element's score and the rule that produced it (for the evidence views)."""
     if _is_number(golden):
-        return numeric_score(predicted, _as_float(golden))
+        return numeric_rule(predicted, _as_float(golden))
     if isinstance(golden, str):
-        return string_score(predicted, golden)
-    return 1.0 if json_equal(predicted, golden) else 0.0
+        return string_score(predicted, golden), "ROUGE-L"
+    return (1.0, "JSON equal") if json_equal(predicted, golden) else (0.0, "JSON not equal")
+
+
+def element_score(predicted: Any, golden: Any) -> float:
+    return element_rule(predicted, golden)[0]
+
+
+def explain(response: str, golden_raw: str) -> tuple[list[Any] | None, list[tuple[int, Any, Any, float, str]]]:
+    """The list parsed from ``response`` and, per golden element, ``(index, golden, predicted,
+    score, rule)``: what :func:`deterministic_score` computed, element by element."""
+    predicted, golden = last_json_list(response), golden_list(golden_raw)
+    rows: list[tuple[int, Any, Any, float, str]] = []
+    for i, g in enumerate(golden):
+        if predicted is None:
+            rows.append((i, g, None, 0.0, "no parsable list"))
+        elif i >= len(predicted):
+            rows.append((i, g, None, 0.0, "missing"))
+        else:
+            rows.append((i, g, predicted[i], *element_rule(predicted[i], g)))
+    return predicted, rows
 
 
 def deterministic_score(response: str, golden_raw: str) -> tuple[float, list[float] | None]:
@@ -174,13 +188,12 @@ def deterministic_score(response: str, golden_raw: str) -> tuple[float, list[flo
 
     ``golden_raw`` has passed :func:`golden_list` when the data was loaded.
     """
-    predicted, golden = last_json_list(response), golden_list(golden_raw)
+    predicted, rows = explain(response, golden_raw)
     if predicted is None:
         return 0.0, None
-    if not golden:
+    if not rows:
         return (1.0 if not predicted else 0.0), []
-    scores = [element_score(predicted[i], g) if i < len(predicted) else 0.0
-              for i, g in enumerate(golden)]
+    scores = [score for _, _, _, score, _ in rows]
     return sum(scores) / len(scores), scores
 
 

@@ -95,12 +95,13 @@ class Traces:
     converted_ids: list[str]     # given as OpenAI-style transcripts
 
 
-def read_traces(path: Path, query_ids: list[str]) -> Traces:
-    """Every line validated against the schema; errors name the line and the field."""
+def read_traces(path: Path, query_ids: list[str], data: bytes | None = None) -> Traces:
+    """Every line validated against the schema; errors name the line and the field.
+    ``data``: the file's bytes, when already read."""
     validator = jsonschema.Draft202012Validator(trace_schema())
     known, traces = set(query_ids), {}
     unknown, duplicates, converted = [], [], []
-    for line, raw in read_jsonl(path):
+    for line, raw in read_jsonl(path, data):
         where = Where(str(path), line)
         if isinstance(raw, dict) and "messages" in raw and "steps" not in raw:
             if "id" not in raw:

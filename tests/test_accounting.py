@@ -66,9 +66,10 @@ def test_estimate_matches_a_hand_computation(tmp_path: Path, capsys: pytest.Capt
         return len(JUDGE_HEAD + question + "\nRUBRIC:\nP1 (100pts): crit\nRESPONSE:\n" + "x" * 5000 + JUDGE_TAIL)
     judge_tokens = judge_chars("What?") / 3.3 + judge_chars("什么?") / 3.3   # under 21 ideographs: en
     from evalnb.accounting import estimate
-    from evalnb.pipeline import load_config
-    config, bench = load_config(tmp_path / "p.json")
-    rows = {r["stage"]: r for r in estimate(config, bench, bench.load_tasks(config), config.output_dir)}
+    from evalnb.pipeline import load_config, make_benchmark
+    config, bench_class = load_config(tmp_path / "p.json")
+    bench = make_benchmark(config, bench_class)
+    rows = {r["stage"]: r for r in estimate(config, bench, bench.tasks, config.output_dir)}
     g, j = rows["generate"], rows["judge"]
     assert (g["calls"], g["skipped_no_call"], g["already_done"], g["to_make"]) == (3, 1, 0, 2)
     assert g["est_input_tokens"] == round(generate_tokens)

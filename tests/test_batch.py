@@ -526,9 +526,10 @@ def test_estimate_shows_live_and_batch_cost_side_by_side(tmp_path: Path, capsys:
     out = capsys.readouterr().out
     assert "max_total_cost_batch_usd" in out and "50% of the live price" in out
     from evalnb.accounting import estimate
-    from evalnb.pipeline import load_config
-    config, bench = load_config(tmp_path / "p.json")
-    rows = {(r["stage"], r["model"]): r for r in estimate(config, bench, bench.load_tasks(config), config.output_dir)}
+    from evalnb.pipeline import load_config, make_benchmark
+    config, bench_class = load_config(tmp_path / "p.json")
+    bench = make_benchmark(config, bench_class)
+    rows = {(r["stage"], r["model"]): r for r in estimate(config, bench, bench.tasks, config.output_dir)}
     g = rows[("generate", "contestant-x")]
     assert g["mode"] == "batch" and g["max_total_cost_batch_usd"] == pytest.approx(g["max_total_cost_usd"] / 2)
     assert rows[("judge", "judge-1")]["mode"] == "live"

@@ -12,7 +12,8 @@ import pytest
 from scipy import stats as scipy_stats
 
 import evalnb
-from evalnb.agreement import judge_agreement, rubric_items
+from evalnb.agreement import judge_agreement
+from evalnb.benchmarks.wildtrace import rubric_items
 from evalnb.cli import main
 from evalnb.compare import leaderboard, open_compare, paired_differences
 from evalnb.errors import ConfigError, FingerprintMismatch
@@ -88,6 +89,17 @@ def independent_ci(values: list[float], n_boot: int = 10_000, seed: int = 0) -> 
     return float(low), float(high)
 
 
+def independent_scored_ci(scores: dict[str, float], excluded: set[str], n_boot: int = 10_000,
+                          seed: int = 0) -> tuple[float, float]:
+    """Scored's interval rebuilt with numpy: every task resampled, the mean taken over the
+    resampled tasks that were answered ok (not-ok tasks are NaN)."""
+    data = np.array([np.nan if t in excluded else v for t, v in scores.items()])
+    idx = np.random.default_rng(seed).integers(0, len(data), size=(n_boot, len(data)))
+    means = np.nanmean(data[idx], axis=1)
+    low, high = np.quantile(means[np.isfinite(means)], [0.025, 0.975])
+    return float(low), float(high)
+
+
 def test_leaderboard_order_and_intervals(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     ids = [f"t{i}" for i in range(40)]
@@ -106,7 +118,9 @@ def test_leaderboard_order_and_intervals(tmp_path: Path) -> None:
         row = table.loc[name]
         assert row["all_tasks"] == pytest.approx(np.mean(all_scores))
         assert (row["all_tasks_ci_low"], row["all_tasks_ci_high"]) == pytest.approx(independent_ci(all_scores))
-        assert (row["scored_ci_low"], row["scored_ci_high"]) == pytest.approx(independent_ci(scored))
+        assert row["scored"] == pytest.approx(np.mean(scored))
+        assert (row["scored_ci_low"], row["scored_ci_high"]) == pytest.approx(
+            independent_scored_ci(scores, {ids[0], ids[1]}))
         assert row["scored_n"] == 38 and row["coverage"] == pytest.approx(38 / 40)
 
 
@@ -160,7 +174,8 @@ def test_rubric_items_award_rates_by_hand(tmp_path: Path) -> None:
     half_first = json.dumps({"points_awarded": [points[0] / 2] + [0] * (len(points) - 1), "total": points[0] / 2})
     run = constructed_run(tmp_path, "a", {"wt-sample-01": 0.5}, replies={"wt-sample-01": [full, first_only, "no json"]})
     other = constructed_run(tmp_path, "b", {"wt-sample-01": 0.5}, replies={"wt-sample-01": [half_first] * 3})
-    table = rubric_items(open_compare([run, other], tmp_path / "cmp")).reset_index()
+    cmp = open_compare([run, other], tmp_path / "cmp")
+    table = rubric_items([(r.label, r.scores) for r in cmp.runs]).reset_index()
     first = table[table["item"] == "P1"].iloc[0]
     # a: judges 1 and 2 itemise (1.0, 1.0), judge 3 does not -> 1.0; b: 0.5 each -> 0.5
     assert (first["a"], first["b"], first["award_rate"]) == pytest.approx((1.0, 0.5, 0.75))

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 import evalnb
-from evalnb.benchmarks import geoexpertqueries as geq
 from evalnb.errors import ConfigError
 from tests.fakeserver import FakeLLMServer, Text
 from tests.test_geoexpertqueries import DATA, PROMPTS, server_judge
@@ -89,7 +88,7 @@ def test_unquoted_yaml_rating_date_is_accepted(tmp_path: Path) -> None:
     assert json.loads(run.path("config.json").read_text())["rating_date"] == "2026-03-14"
     fingerprint = json.loads(run.path("fingerprint.json").read_text())
     assert fingerprint["parts"]["rating"]["value"]["date"] == "2026-03-14"
-    assert geq.rating_template(run.config).startswith("Today is 2026-03-14.\n\n")
+    assert run.benchmark.rating_template().startswith("Today is 2026-03-14.\n\n")
 
 
 @pytest.mark.parametrize("line, shown", [

@@ -15,7 +15,7 @@ import evalnb
 from evalnb.benchmarks import geoexpertqueries as geq
 from evalnb.cli import main
 from evalnb.errors import DataError
-from evalnb.judging import JudgeReplyError
+from evalnb.judging import JudgeReplyError, parse_rating
 from evalnb.trajectories import clip, condense, from_openai_messages, read_traces
 from evalnb.data import Where
 from tests.conftest import ROOT
@@ -205,13 +205,13 @@ def test_likert_file_replaces_the_map(server: FakeLLMServer, tmp_path: Path) -> 
 @pytest.mark.parametrize("reply, rating", [('{"rating": 2}', 2), ('{"rating": "1"}', 1),
                                            ("Rating: 0", 0), ("...\n**Rating**: 2", 2)])
 def test_parse_rating(reply: str, rating: int) -> None:
-    assert geq.parse_rating(reply, {"0": 0.0, "1": 0.5, "2": 1.0}) == rating
+    assert parse_rating(reply, {"0": 0.0, "1": 0.5, "2": 1.0}) == rating
 
 
 @pytest.mark.parametrize("reply", ['{"rating": 3}', '{"rating": 1.5}', "two", '{"score": 2}', ""])
 def test_unparsable_rating_is_a_failure(reply: str) -> None:
     with pytest.raises(JudgeReplyError):
-        geq.parse_rating(reply, {"0": 0.0, "1": 0.5, "2": 1.0})
+        parse_rating(reply, {"0": 0.0, "1": 0.5, "2": 1.0})
 
 
 def test_default_date_is_the_run_start_and_survives_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -226,5 +226,5 @@ def test_default_date_is_the_run_start_and_survives_resume(tmp_path: Path, monke
             return datetime(2099, 1, 2, tzinfo=timezone.utc)
     monkeypatch.setattr(geq, "datetime", Tomorrow)
     again = evalnb.open_run(p)                           # not refused: the recorded date is kept
-    assert geq.rating_date(again.config) == today
-    assert geq.rating_date(evalnb.open_run(p | {"output_dir": str(tmp_path / "new")}).config) == "2099-01-02"
+    assert again.benchmark.rating_date == today
+    assert evalnb.open_run(p | {"output_dir": str(tmp_path / "new")}).benchmark.rating_date == "2099-01-02"

@@ -1,19 +1,33 @@
 """The benchmark interface and registry.
 
-A benchmark is one module that provides the functions of :class:`Benchmark`; the
-pipeline (stores, runner, notebooks, CLI) is shared. Adding a benchmark means adding a
-module here and one line to ``BENCHMARKS``.
+A benchmark is a class. An instance is built once per run from the run's validated
+configuration: its constructor checks the benchmark's own parameters and loads every
+input once (tasks, predictions, traces, prompt and scale files), then makes the run's
+calls and scores them. The class itself declares what its results are, for readers that
+have only a ``scores.json`` (the report, compare, agreement): its statuses, its metrics
+(functions over a repeats x items matrix, each with a label and a headline flag), how to
+read its items from a ``scores.json``, its breakdown table, figure and extra tables, and
+(per instance) each item's evidence. The shared layers loop over these declarations and
+never name a benchmark.
+
+Adding a benchmark means adding a module here, one line to ``BENCHMARKS`` and one line to
+the conformance block at the end (which mypy checks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from importlib import import_module
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from evalnb.config import RunConfig
 from evalnb.errors import ConfigError
-from evalnb.runner import Call, Record
+from evalnb.types import Call, ItemEvidence, ItemResults, Metric, Record
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalnb.figures import ReportFigure
 
 
 class Task(Protocol):
@@ -21,47 +35,121 @@ class Task(Protocol):
     def task_id(self) -> str: ...
 
 
+RunScores = tuple[str, Mapping[str, Any]]
+"""A finished run as compare sees it: its label and its scores.json."""
+
+
 class Benchmark(Protocol):
-    NAME: str
-    OPTIONS: Mapping[str, Any]        # benchmark-specific parameter keys and their defaults
-    PATH_OPTIONS: tuple[str, ...]     # which of OPTIONS are paths
-    COMPARABLE_PARTS: tuple[str, ...]  # fingerprint parts that must agree for runs to be compared
+    # --- what it is (class level) -------------------------------------------------------------
+    NAME: ClassVar[str]
+    OPTIONS: ClassVar[Mapping[str, Any]]         # benchmark-specific parameter keys and defaults
+    PATH_OPTIONS: ClassVar[tuple[str, ...]]      # which of OPTIONS are paths
+    COMPARABLE_PARTS: ClassVar[tuple[str, ...]]  # fingerprint parts that must agree to compare runs
+    STATUSES: ClassVar[tuple[str, ...]]          # every response status, in display order
+    ITEM: ClassVar[type]                         # the item type (one task, case or query)
+    ITEM_NOUN: ClassVar[str]                     # "task", "case", "query": for labels
+    FIGURE: ClassVar[str]                        # the file name of its own figure
 
-    def check_config(self, config: RunConfig) -> list[str]:
-        """Raise ConfigError on a bad configuration; return warnings to show."""
+    # --- one run (instance) --------------------------------------------------------------------
+    @property
+    def config(self) -> RunConfig: ...
 
-    def load_tasks(self, config: RunConfig) -> Sequence[Task]:
-        """Every task, validated (DataError naming file, line or task, and field)."""
+    @property
+    def tasks(self) -> Sequence[Task]:
+        """Every item, validated (DataError naming file, line or task, and field)."""
 
-    def fingerprint_parts(self, config: RunConfig, tasks: Sequence[Task]) -> dict[str, Any]:
+    @property
+    def warnings(self) -> list[str]:
+        """What the configuration check wants shown."""
+
+    def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
+        """Check the configuration and load every input once. ``recorded``: the fingerprint
+        parts an earlier open of this run directory recorded (None for a new run)."""
+
+    def check_documents(self) -> None:
+        """Expensive input checks an ``evalnb run`` makes once, before its stage kernels."""
+
+    def fingerprint_parts(self) -> dict[str, Any]:
         """What makes this run's scores comparable with another's."""
 
-    def generation_calls(self, config: RunConfig, tasks: Sequence[Task]) -> list[Call]: ...
+    def generation_calls(self) -> list[Call]: ...
 
     def generation_done(self, record: Record) -> bool: ...
 
-    def judge_calls(self, config: RunConfig, tasks: Sequence[Task],
-                    responses: Mapping[str, Record]) -> list[Call]: ...
+    def judge_calls(self, responses: Mapping[str, Record]) -> list[Call]: ...
 
     def judge_done(self, record: Record) -> bool: ...
 
-    def score(self, config: RunConfig, tasks: Sequence[Task], responses: Mapping[str, Record],
-              judgements: Mapping[str, Record]) -> dict[str, Any]:
-        """The scores.json body: headline numbers, ``complete``, and per-task ``tasks`` rows."""
+    def score(self, responses: Mapping[str, Record], judgements: Mapping[str, Record]) -> dict[str, Any]:
+        """The scores.json body: ``complete``, ``metrics`` (see :func:`metric_summary`), the
+        benchmark's own headline keys, and per-item ``tasks`` rows."""
 
-    def items(self, scores: Mapping[str, Any]) -> dict[str, tuple[float | None, bool]]:
-        """From a scores.json: item -> (score, attempted), the units paired across runs."""
+    def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
+                 scores: Mapping[str, Any]) -> list[ItemEvidence]:
+        """What a reviewer needs to judge each item, field by field from the records."""
 
-    def verdicts(self, scores: Mapping[str, Any]) -> list[tuple[str, str, float]]:
-        """From a scores.json: (item, judge, score) for judge-agreement statistics."""
+    # --- reading its results (class level: a scores.json is enough) ----------------------------
+    @classmethod
+    def metrics(cls) -> tuple[Metric, ...]: ...
+
+    @classmethod
+    def results(cls, scores: Mapping[str, Any]) -> ItemResults: ...
+
+    @classmethod
+    def breakdown(cls, scores: Mapping[str, Any]) -> pd.DataFrame: ...
+
+    @classmethod
+    def figure(cls, scores: Mapping[str, Any]) -> ReportFigure: ...
+
+    @classmethod
+    def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
+        """Further tables the report shows under their titles (may be none)."""
+
+    @classmethod
+    def compare_tables(cls, runs: Sequence[RunScores], top: int) -> list[tuple[str, pd.DataFrame]]:
+        """The benchmark's own analysis across runs (may be none)."""
+
+    @classmethod
+    def compare_figure(cls, runs: Sequence[RunScores]) -> ReportFigure | None: ...
 
 
-BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace", "geoktools": "evalnb.benchmarks.geoktools",
-              "geoexpertqueries": "evalnb.benchmarks.geoexpertqueries"}
+BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace:WildTrace",
+              "geoktools": "evalnb.benchmarks.geoktools:GeoKTools",
+              "geoexpertqueries": "evalnb.benchmarks.geoexpertqueries:GeoExpertQueries"}
 
 
-def benchmark_for(name: Any) -> Benchmark:
+def benchmark_for(name: Any) -> type[Benchmark]:
+    """The benchmark class registered under ``name`` (its module imported on first use)."""
     if name not in BENCHMARKS:
         raise ConfigError(f"benchmark: {name!r} is not one of {', '.join(sorted(BENCHMARKS))}")
-    module: Any = import_module(BENCHMARKS[name])
-    return module  # a module providing the Benchmark functions
+    module, _, cls = BENCHMARKS[name].partition(":")
+    found: type[Benchmark] = getattr(import_module(module), cls)
+    return found
+
+
+def metric_summary(bench: type[Benchmark], body: Mapping[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
+    """Every declared metric's value and seeded bootstrap interval, for scores.json.
+
+    A metric that is not ``partial`` is null while the run is incomplete.
+    """
+    from evalnb.stats import metric_intervals
+
+    results = bench.results(body)
+    metrics = bench.metrics()
+    ready = [m for m in metrics if body["complete"] or m.partial]
+    intervals = metric_intervals(results.values, ready, strata=[results.strata.get(i, "") for i in results.ids],
+                                 n_boot=n_boot, seed=seed)
+    return {m.name: {"label": m.label, "headline": m.headline,
+                     "value": intervals[m.name].mean if m.name in intervals else None,
+                     "ci": intervals[m.name].as_dict() if m.name in intervals and m.interval else None}
+            for m in metrics}
+
+
+if TYPE_CHECKING:   # mypy checks that every registered class conforms to Benchmark
+    from evalnb.benchmarks.geoexpertqueries import GeoExpertQueries
+    from evalnb.benchmarks.geoktools import GeoKTools
+    from evalnb.benchmarks.wildtrace import WildTrace
+
+    _WILDTRACE: type[Benchmark] = WildTrace
+    _GEOKTOOLS: type[Benchmark] = GeoKTools
+    _GEOEXPERTQUERIES: type[Benchmark] = GeoExpertQueries

@@ -8,52 +8,19 @@ counts and records every attempt the same way for every provider.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from evalnb.errors import ConfigError
 from evalnb.redaction import redact
-
-CompletionStatus = Literal["ok", "refused", "empty"]
-ErrorKind = Literal["transient", "permanent"]
+# The request and completion types live in evalnb.types (shared by every layer); re-exported here.
+from evalnb.types import ChatRequest as ChatRequest, Completion as Completion, Usage as Usage
+from evalnb.types import CompletionStatus as CompletionStatus, ErrorKind as ErrorKind
 
 # Spec README reading 6 and the provider notes: what is worth retrying.
 TRANSIENT_STATUS = frozenset({408, 409, 429, 529})
 PERMANENT_QUOTA_CODES = frozenset({"insufficient_quota"})
 CONTEXT_LENGTH_HINT = ("the document did not fit the model's context window: probe the real "
                        "window with `evalnb probe-window` and set model.caps in the parameters")
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """One user turn. ``temperature=None`` means the field is not sent at all."""
-
-    prompt: str
-    max_tokens: int
-    temperature: float | None = None
-    system: str | None = None
-    json_schema: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Reported tokens. ``output_tokens`` includes reasoning tokens wherever they are billed as
-    output (reading 20); ``reasoning_tokens`` is their share where the provider reports it."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int | None = None
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    status: CompletionStatus
-    finish_reason: str | None = None
-    usage: Usage | None = None
-    model_route: str | None = None       # the model the endpoint says answered
-    request_id: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict)   # other provider metadata
 
 
 class ProviderError(Exception):

@@ -1,0 +1,108 @@
+"""What the benchmark classes share: option checks, the defaults of the interface, and the
+step that adds the declared metrics to a scores.json body."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from evalnb import stats
+from evalnb.config import RunConfig
+from evalnb.types import ItemResults, JudgeStatus, Record, Status
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalnb.benchmarks import RunScores
+    from evalnb.figures import ReportFigure
+
+BOOTSTRAP_OPTIONS: Mapping[str, Any] = {"n_boot": stats.N_BOOT, "seed": 0}
+NAN = math.nan
+
+
+class BaseBenchmark:
+    """Defaults for the parts of :class:`~evalnb.benchmarks.Benchmark` most benchmarks share."""
+
+    NAME: ClassVar[str]
+    STATUSES: ClassVar[tuple[str, ...]] = tuple(s.value for s in Status)
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.warnings: list[str] = []
+
+    # --- options ---------------------------------------------------------------------------------
+
+    def positive_int(self, key: str) -> int:
+        value = self.config.options[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise self.config.error(key, f"expected a positive integer, got {value!r}")
+        return value
+
+    def check_bootstrap(self) -> None:
+        self.positive_int("n_boot")
+        seed = self.config.options["seed"]
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise self.config.error("seed", f"expected an integer, got {seed!r}")
+
+    # --- interface defaults -------------------------------------------------------------------------
+
+    def check_documents(self) -> None:
+        return None
+
+    def generation_done(self, record: Record) -> bool:
+        return bool(record["status"] != Status.FAILED_TRANSIENT)
+
+    def judge_done(self, record: Record) -> bool:
+        return bool(record["status"] == JudgeStatus.OK)
+
+    def with_metrics(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` with its declared metrics (values and intervals) under ``metrics``."""
+        from evalnb.benchmarks import metric_summary
+
+        body["metrics"] = metric_summary(type(self), body, self.config.options["n_boot"],  # type: ignore[arg-type]
+                                         self.config.options["seed"])
+        return body
+
+    @classmethod
+    def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
+        return []
+
+    @classmethod
+    def compare_tables(cls, runs: Sequence[RunScores], top: int) -> list[tuple[str, pd.DataFrame]]:
+        return []
+
+    @classmethod
+    def compare_figure(cls, runs: Sequence[RunScores]) -> ReportFigure | None:
+        return None
+
+
+def judge_table(results: ItemResults) -> pd.DataFrame:
+    """Per judge (or rater run): how many verdicts, their mean and s.d."""
+    import pandas as pd
+
+    rows = [(judge, score) for item in results.ids for judge, score in results.judges.get(item, {}).items()]
+    table = pd.DataFrame(rows, columns=["judge", "score"])
+    if not len(table):
+        return pd.DataFrame(columns=["count", "mean", "std"])
+    return table.groupby("judge")["score"].agg(["count", "mean", "std"])
+
+
+def metric_value(scores: Mapping[str, Any], name: str) -> float | None:
+    entry = (scores.get("metrics") or {}).get(name) or {}
+    value = entry.get("value")
+    return float(value) if value is not None else None
+
+
+def metric_ci(scores: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    entry = (scores.get("metrics") or {}).get(name) or {}
+    ci = entry.get("ci")
+    return dict(ci) if ci else None
+
+
+def offline_title(scores: Mapping[str, Any], text: str) -> str:
+    return f"{text}\n(offline approximation, not comparable with the paper)" if scores.get("offline") else text
+
+
+def score_or_nan(value: Any) -> float:
+    return float(value) if value is not None else NAN

@@ -1,0 +1,246 @@
+"""The types every layer shares (in the spirit of simple-evals' ``types.py``).
+
+A request and its completion, the retry policy, a call and its stored record, the statuses
+a response or a verdict can have, a declared metric, a run's item results, and the evidence
+a reviewer reads for one item. The runner, the configuration, the providers and the
+benchmarks depend on this module, not on each other. It imports nothing heavy (numpy and
+pandas appear in annotations only).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# --- a request, its completion ----------------------------------------------------------------
+
+CompletionStatus = Literal["ok", "refused", "empty"]
+ErrorKind = Literal["transient", "permanent"]
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One user turn. ``temperature=None`` means the field is not sent at all."""
+
+    prompt: str
+    max_tokens: int
+    temperature: float | None = None
+    system: str | None = None
+    json_schema: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Reported tokens. ``output_tokens`` includes reasoning tokens wherever they are billed as
+    output (reading 20); ``reasoning_tokens`` is their share where the provider reports it."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    status: CompletionStatus
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    model_route: str | None = None       # the model the endpoint says answered
+    request_id: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)   # other provider metadata
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Spec README reading 6: at most ``max_retries`` retries after the first attempt."""
+
+    max_retries: int = 5
+    base_delay: float = 1.0        # seconds before the first retry, doubled each time
+    max_delay: float = 60.0        # cap on an exponential wait
+    retry_after_cap: float = 60.0  # cap on a server's Retry-After
+
+    def wait(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based)."""
+        if retry_after is not None:
+            return min(retry_after, self.retry_after_cap)
+        ceiling = min(self.max_delay, self.base_delay * 2 ** (retry - 1))
+        return ceiling / 2 + rng.uniform(0, ceiling / 2)   # "equal jitter"
+
+
+# --- a call and its record ------------------------------------------------------------------------
+
+Record: TypeAlias = dict[str, Any]
+"""One stored line of a stage (``generate.jsonl``, ``judge.jsonl``): ``key``, ``endpoint``,
+``status`` and ``text`` (the completion's text, or None), then the benchmark's own fields."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A call made ready: a request to send, or (``request=None``) a final record as is."""
+
+    request: ChatRequest | None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+def answer_fields(completion: Completion) -> dict[str, Any]:
+    """The default reading of a completion: its status and text."""
+    return {"status": completion.status, "text": completion.text}
+
+
+@dataclass(frozen=True)
+class Call:
+    key: str
+    endpoint: str                                   # which provider of the pool runs it
+    prepare: Callable[[], Prepared]                 # runs when a worker takes the call
+    interpret: Callable[[Completion], dict[str, Any]] = answer_fields
+
+
+# --- statuses ------------------------------------------------------------------------------------
+
+class Status(StrEnum):
+    """What became of an item's response (reading 5, and the file-fed benchmarks' ``missing``)."""
+
+    OK = "ok"
+    OUT_OF_CONTEXT = "out_of_context"       # longer than the model's cap: sent to nobody
+    REFUSED = "refused"
+    EMPTY = "empty"
+    MISSING = "missing"                     # no prediction or trace for the item
+    FAILED_PERMANENT = "failed_permanent"
+    FAILED_TRANSIENT = "failed_transient"   # resumable
+    PENDING = "pending"                     # not generated yet
+
+
+class JudgeStatus(StrEnum):
+    """What became of one judge call: ``ok`` is a verdict; everything else is resumable."""
+
+    OK = "ok"
+    FAILED_PARSE = "failed_parse"           # a reply without a usable verdict (never a zero)
+    JUDGE_REFUSED = "judge_refused"
+    JUDGE_EMPTY = "judge_empty"
+    FAILED_TRANSIENT = "failed_transient"
+    FAILED_PERMANENT = "failed_permanent"
+    PENDING = "pending"
+
+
+# --- declared metrics and a run's item results ----------------------------------------------------
+
+MetricFn: TypeAlias = "Callable[[np.ndarray, Mapping[str, np.ndarray]], np.ndarray]"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number a benchmark reports, computed from a matrix of item scores.
+
+    ``fn(values, strata)`` takes ``values`` of shape ``(..., repeats, items)`` (NaN where an
+    item has no score of its own) and ``strata`` (stratum label -> the column indices of its
+    items), and returns the metric over the last two axes, shape ``(...)``. Resampling keeps
+    every column in its stratum, so the same ``strata`` hold for every bootstrap replicate.
+    """
+
+    name: str                 # short id: a column of the leaderboard, a key of scores.json "metrics"
+    label: str                # what a reader is told it is
+    fn: MetricFn
+    headline: bool = False    # shown first, in the headline table and the leaderboard figure
+    partial: bool = False     # defined on an incomplete run too (else null until complete)
+    interval: bool = True     # a bootstrap interval makes sense (not for a count)
+
+
+@dataclass(frozen=True)
+class ItemResults:
+    """A run's items, read from its scores.json by its benchmark: what compare, agreement and
+    the statistics need, and nothing benchmark-specific.
+
+    ``values`` is repeats x items (row r = repeat r + 1; NaN where an item has no score of
+    its own), the matrix the declared metrics read. ``scores`` is each item's own score (the
+    mean over repeats; None while unscored); ``attempted`` says whether the contestant had a
+    chance at it (a file-fed answer existed, the document fitted); ``judges`` holds each
+    item's per-judge (or per-rater-run) scores, for agreement.
+    """
+
+    ids: tuple[str, ...]
+    values: list[list[float]]
+    scores: Mapping[str, float | None]
+    statuses: Mapping[str, str]
+    attempted: Mapping[str, bool]
+    strata: Mapping[str, str] = field(default_factory=dict)      # item -> stratum label ("" none)
+    judges: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    @property
+    def repeats(self) -> int:
+        return len(self.values)
+
+
+# --- evidence: what a reviewer needs to judge one item ----------------------------------------------
+
+@dataclass(frozen=True)
+class Fact:
+    """A short labelled value, shown inline."""
+
+    label: str
+    value: str
+    kind: Literal["fact"] = "fact"
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A long text (a question, a response, a judge's reply), shown whole in a box."""
+
+    label: str
+    text: str | None
+    collapsed: bool = False   # folded by default (a long trajectory)
+    kind: Literal["passage"] = "passage"
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows under named columns (rubric items, element scores, judges)."""
+
+    label: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    kind: Literal["table"] = "table"
+
+
+Section: TypeAlias = Fact | Passage | Table
+_SECTIONS: dict[str, type[Fact] | type[Passage] | type[Table]] = {
+    "fact": Fact, "passage": Passage, "table": Table}
+
+
+@dataclass(frozen=True)
+class ItemEvidence:
+    """One item's evidence, as its benchmark declares it; every view renders this alone."""
+
+    item_id: str
+    status: str
+    score: float | None
+    judges: Mapping[str, float | None]     # per-judge (or per-run) scores, for the compact table
+    sections: Sequence[Section]
+
+    @property
+    def disagreement(self) -> float | None:
+        """The spread (max - min) of the judges' scores, when at least two gave one."""
+        given = [s for s in self.judges.values() if s is not None]
+        return max(given) - min(given) if len(given) >= 2 else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"item_id": self.item_id, "status": self.status, "score": self.score,
+                "judges": dict(self.judges), "disagreement": self.disagreement,
+                "sections": [asdict(s) for s in self.sections]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ItemEvidence:
+        sections: list[Section] = []
+        for raw in data["sections"]:
+            kind = _SECTIONS[raw["kind"]]
+            values = dict(raw)
+            if kind is Table:
+                values["columns"] = tuple(values["columns"])
+                values["rows"] = tuple(tuple(r) for r in values["rows"])
+            sections.append(kind(**values))
+        return cls(data["item_id"], data["status"], data["score"], dict(data["judges"]), tuple(sections))
