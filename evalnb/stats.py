@@ -88,6 +88,8 @@ def interval_estimates(values: Any, metrics: Mapping[str, MetricFn], *, strata: 
                        n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE) -> dict[str, Interval]:
     """For each metric, its value on ``values`` (repeats x items, or one row of items) and its
     percentile bootstrap interval, all metrics from the same replicates (see the module doc)."""
+    if not metrics:
+        return {}
     matrix = np.asarray(values, dtype=float)
     if matrix.ndim == 1:
         matrix = matrix[None, :]

@@ -78,6 +78,17 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
     assert sum("image/png" in o.get("data", {}) for c in executed.cells if c.cell_type == "code"
                for o in c.outputs) == 2
 
+    # Issue 12: every demo run leaves tasks.html, and its report shows item evidence (static HTML).
+    for name in ("demo-wildtrace", "demo-wildtrace-lead-3", "demo-geoktools", "demo-geoexpertqueries"):
+        run_dir = tmp_path / name
+        assert (run_dir / "tasks.html").exists() and (run_dir / "evidence.json").exists(), name
+        executed = nbformat.read(run_dir / "04_report.ipynb", as_version=4)
+        shown = [o["data"]["text/html"] for c in executed.cells if c.cell_type == "code" for o in c.outputs
+                 if "text/html" in o.get("data", {})]
+        assert any('class="evidence"' in h and "lowest-scoring" in h for h in shown), name
+        assert 'class="evidence"' in (run_dir / "04_report.html").read_text(), name
+    assert "Golden strings ROUGE-L cannot see" in (tmp_path / "demo-geoktools" / "04_report.html").read_text()
+
     for name, figure in (("demo-geoktools", "accuracy_by_k"), ("demo-geoexpertqueries", "ratings_and_agreement")):
         other = tmp_path / name
         scores = json.loads((other / "scores.json").read_text())

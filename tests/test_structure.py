@@ -40,6 +40,31 @@ def test_no_benchmark_name_in_the_report_and_compare_notebooks(notebook: str) ->
     assert not found
 
 
+def imports_of(path: Path) -> set[str]:
+    import ast
+    tree = ast.parse(path.read_text("utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("module, forbidden", [
+    ("config.py", ("evalnb.retry", "evalnb.providers", "evalnb.runner")),   # config depends on types only
+    ("types.py", ("evalnb.",)),                                              # types depends on nothing of ours
+    ("judging.py", ("evalnb.runner", "evalnb.providers", "evalnb.benchmarks")),
+    *((f"benchmarks/{name}.py", ("evalnb.runner", "evalnb.providers", "evalnb.pipeline", "evalnb.report"))
+      for name in BENCHMARKS),
+])
+def test_import_graph(module: str, forbidden: tuple[str, ...]) -> None:
+    """The shared types sit below everything: benchmarks do not import the execution engine."""
+    bad = sorted(m for m in imports_of(ROOT / "evalnb" / module) if m.startswith(forbidden) and m != "evalnb.types")
+    assert not bad, f"{module} imports {bad}"
+
+
 def test_every_registered_benchmark_resolves_to_its_class() -> None:
     for name in BENCHMARKS:
         bench = benchmark_for(name)
