@@ -312,7 +312,7 @@ def show_command(run_dir: Path, item_id: str) -> int:
     """One item's evidence (what its benchmark declares), read from the run's evidence.json."""
     from evalnb.evidence import show
 
-    sys.stdout.write(show(run_dir, item_id))
+    sys.stdout.write(str(show(run_dir, item_id)))
     return EXIT_OK
 
 

@@ -149,16 +149,37 @@ def _text_table(table: Table) -> str:
     return "\n".join(out)
 
 
-def show(run_dir: Path, item_id: str) -> str:
-    """``evalnb show``: the evidence of one item of a run, as text."""
+def find_item(run_dir: Path, item_id: str) -> tuple[dict[str, Any], ItemEvidence]:
     meta, items = load_evidence(run_dir)
     for item in items:
         if item.item_id == item_id:
-            return evidence_text(item, meta)
+            return meta, item
     import difflib
     close = difflib.get_close_matches(item_id, [i.item_id for i in items], n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; the run has {len(items)} items"
     raise ConfigError(f"{run_dir}: no item {item_id!r}{hint}")
+
+
+@dataclass
+class ItemView:
+    """One item's whole evidence: text in a terminal (``evalnb show``), HTML in a notebook."""
+
+    meta: dict[str, Any]
+    item: ItemEvidence
+
+    def __str__(self) -> str:
+        return evidence_text(self.item, self.meta)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return redact(f'{_STYLE}<div class="evalnb-tasks">{evidence_html(self.item, self.meta, limit=10**12)}</div>')
+
+
+def show(run_dir: Path, item_id: str) -> ItemView:
+    """The evidence of one item of a run (``evalnb show RUN_DIR ITEM_ID`` prints it)."""
+    meta, item = find_item(Path(run_dir), item_id)
+    return ItemView(meta, item)
 
 
 # --- the report notebook: HTML without JavaScript ------------------------------------------------

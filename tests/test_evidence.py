@@ -251,3 +251,12 @@ def test_evidence_round_trips_through_its_json() -> None:
                         (Fact("f", "v"), Passage("p", "text", collapsed=True), Table("t", ("a", "b"), ((1, "z"),))))
     assert ItemEvidence.from_dict(json.loads(json.dumps(item.as_dict()))) == item
     assert item.disagreement == 0.5 and item.as_dict()["disagreement"] == 0.5
+
+
+def test_show_in_python_is_the_same_evidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    long = "[1] " + "word " * 1000                                  # longer than the notebook's shortening
+    run = run_all(write_cases(tmp_path, [("a", 1, "[1]", long)]))
+    view = evalnb.show(run.dir, "a")
+    assert str(view) == shown(run.dir, "a", capsys)
+    assert html.escape(long) in view._repr_html_()                # whole, not shortened
+    assert "characters not shown here" in evidence_html(view.item)  # the Tasks section shortens it
