@@ -56,6 +56,9 @@ def usage_table(run: Run) -> pd.DataFrame:
     """Reported token usage (and cost, where the parameters price the model)."""
     rows = usage_rows(scores(run)["usage"])
     columns = ["stage", "model", "calls", "attempts", "input_tokens", "output_tokens", "cost_usd"]
+    if any("batch_calls" in r for r in rows):   # batch mode: how many calls, at which price
+        columns[3:3] = ["batch_calls"]
+        columns.append("batch_price")
     return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
 
 

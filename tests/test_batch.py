@@ -515,6 +515,9 @@ def test_usage_is_costed_at_the_batch_price(server: FakeLLMServer, batches: Fake
     assert "batch_calls" not in j2
     assert j2["cost_usd"] == pytest.approx((j2["input_tokens"] * 1.0 + j2["output_tokens"] * 4.0) / 1e6)
     assert batch_price(params["prices"], "judge-2") == {"input": 0.5, "output": 2.0}
+    table = evalnb.usage_table(evalnb.open_run(params))
+    assert table.loc[("generate", "contestant-x"), "batch_calls"] == 11
+    assert "50% of the live price" in table.loc[("generate", "contestant-x"), "batch_price"]
 
 
 def test_estimate_shows_live_and_batch_cost_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
