@@ -87,7 +87,7 @@ def number(value: Any, digits: int = 3) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.{digits}f}"
     return str(value)
 
 
