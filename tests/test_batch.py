@@ -23,7 +23,7 @@ from evalnb.cli import main
 from evalnb.errors import ConfigError
 from tests.conftest import FAST_RETRY, ROOT, deterministic_responder, openai_params
 from tests.fakebatch import FakeBatches
-from tests.fakeserver import Error, FakeLLMServer, RecordedRequest, Refusal, Text
+from tests.fakeserver import Empty, Error, FakeLLMServer, RecordedRequest, Refusal, Text, WrongShape
 
 PROVIDERS = ("openai", "anthropic", "gemini")
 GEOKTOOLS = ROOT / "evalnb" / "data" / "geoktools"
@@ -381,6 +381,45 @@ def scripted(failures: dict[str, Any]) -> Any:
                 return reply
         return responder(request)
     return respond
+
+
+REPLY_KINDS = {"wt-sample-01": Refusal(), "wt-sample-02": Empty(), "wt-sample-03": Text(" \n"),
+               "wt-sample-04": Error(400, "the request is invalid"), "wt-sample-05": Text("cut short", finish="length"),
+               "wt-sample-06": Error(404, "no such model")}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_kind_of_reply_is_recorded_as_live(server: FakeLLMServer, batches: FakeBatches, tmp_path: Path,
+                                                 provider: str) -> None:
+    """Refusal, empty, whitespace, a length stop and a permanent error: the batched record is the
+    live record (status, text, finish reason, usage, route, error), transport fields aside."""
+    server.responder = scripted(REPLY_KINDS)
+    live = wildtrace(tmp_path / "live", server, (provider, "openai", "openai", "openai"), ("live",) * 4)
+    stage(live, "generate")
+    server.responder = scripted(REPLY_KINDS)
+    batched = wildtrace(tmp_path / "batch", server, (provider, "openai", "openai", "openai"),
+                        ("batch",) + ("live",) * 3)
+    stage(batched, "generate")
+    stage(batched, "generate")
+    want, got = records(tmp_path / "live" / "run", "generate"), records(tmp_path / "batch" / "run", "generate")
+    assert {k: r["status"] for k, r in got.items() if k in REPLY_KINDS} == {
+        "wt-sample-01": "refused", "wt-sample-02": "empty", "wt-sample-03": "empty",
+        "wt-sample-04": "failed_permanent", "wt-sample-05": "ok", "wt-sample-06": "failed_permanent"}
+    for key, record in got.items():
+        assert {k: v for k, v in record.items() if k not in TRANSPORT} == \
+               {k: v for k, v in want[key].items() if k not in TRANSPORT}, key
+    assert len(batches.created) == 1                  # nothing transient: nothing sent again
+
+
+def test_a_malformed_reply_in_a_batch_is_transient(server: FakeLLMServer, batches: FakeBatches,
+                                                   tmp_path: Path) -> None:
+    server.responder = scripted({"wt-sample-02": WrongShape()})
+    params = wildtrace(tmp_path, server, ("openai",) * 4, ("batch",) + ("live",) * 3)
+    stage(params, "generate")
+    stage(params, "generate")
+    record = records(tmp_path / "run", "generate")["wt-sample-02"]
+    assert record["status"] == "failed_transient" and record["error"]["code"] == "malformed_reply"
+    assert len(batches.created[1].items) == 1          # sent again, alone
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

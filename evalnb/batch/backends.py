@@ -33,6 +33,11 @@ ANTHROPIC_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "
 # google.rpc.Code -> HTTP status (the mapping of google.rpc.code.proto), for Gemini's per-request errors.
 GRPC_STATUS = {1: 499, 2: 500, 3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 10: 409, 11: 400,
                12: 501, 13: 500, 14: 503, 15: 500, 16: 401}
+# ... and its name, which a live Gemini error carries as its status (the record's error code).
+GRPC_NAME = {1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED", 5: "NOT_FOUND",
+             6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED", 9: "FAILED_PRECONDITION",
+             10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED", 13: "INTERNAL", 14: "UNAVAILABLE",
+             15: "DATA_LOSS", 16: "UNAUTHENTICATED"}
 
 
 @dataclass
@@ -346,7 +351,8 @@ class GeminiBatches:
         from evalnb.providers.gemini import completion_of
 
         if error is not None:
-            return http_error(GRPC_STATUS.get(error.code or 2, 500), error.message or "error")
+            code = error.code or 2
+            return http_error(GRPC_STATUS.get(code, 500), error.message or "error", code=GRPC_NAME.get(code))
         try:
             return completion_of(response)
         except ProviderError as failure:
