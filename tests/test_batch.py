@@ -243,8 +243,10 @@ def test_run_exits_2_while_batches_run_and_the_same_command_collects(
     assert {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in run_dir.rglob("*") if p.is_file()} == before
     assert batches.retrieves == retrieves
 
-    # Still running: the next run polls once and says so again; then it ends and is collected.
-    assert main(["run", str(tmp_path / "p.json")]) == 2
+    # Still running: the next run (here one stage alone) polls once and says so again; then it
+    # ends and is collected.
+    assert main(["run", str(tmp_path / "p.json"), "--stage", "generate"]) == 2
+    assert "waiting for 1 batch (11 calls; generate)" in capsys.readouterr().err
     assert len(batches.created) == 1
     batches.release()
     assert main(["run", str(tmp_path / "p.json")]) == 0

@@ -178,7 +178,7 @@ class StageBatches:
             try:
                 found = await backend.find(entry["key"], float(entry["intent_ts"]), entry["calls"], claimed)
             except Exception as error:   # noqa: BLE001 - the provider unreachable: try on the next pass
-                self.journal.update(entry, last_error=redact(management_error(error).message))
+                self.note_error(entry, error)
                 return Counter()
             if found is None:
                 self.journal.update(entry, state="abandoned", note="not found at the provider: never submitted; "
@@ -188,12 +188,13 @@ class StageBatches:
                                         submitted_at=entry["intent_at"], submitted_ts=entry["intent_ts"])
         try:
             poll = await backend.poll(entry["batch_id"])
-        except Exception as error:   # noqa: BLE001
-            self.journal.update(entry, last_error=redact(management_error(error).message))
+        except Exception as error:   # noqa: BLE001 - polled again on the next pass
+            self.note_error(entry, error)
             return Counter()
         if poll.state == "running":
-            if (poll.provider_state, poll.counts) != (entry.get("provider_state"), entry.get("counts")):
-                self.journal.update(entry, provider_state=poll.provider_state, counts=poll.counts)
+            # A line per change of state, not per poll: days of --wait keep the journal small.
+            if poll.provider_state != entry.get("provider_state") or entry.get("last_error"):
+                self.journal.update(entry, provider_state=poll.provider_state, counts=poll.counts, last_error=None)
             return Counter()
         rows = self.journal.calls(entry)
         finished_at = poll.finished_at or utc_now()
@@ -221,6 +222,12 @@ class StageBatches:
         counts = self.write(entry, rows, outcomes, missing, store, done, finished_at)
         self.journal.update(entry, state="collected", collected_at=utc_now(), results=dict(counts), **finished)
         return counts
+
+    def note_error(self, entry: Entry, error: Exception) -> None:
+        """Why a batch could not be looked up or polled (recorded once per new message)."""
+        message = redact(management_error(error).message)
+        if message != self.journal.entries.get(entry["key"], entry).get("last_error"):
+            self.journal.update(entry, last_error=message)
 
     def write(self, entry: Entry, rows: list[dict[str, Any]], outcomes: Mapping[str, Outcome],
               otherwise: ProviderError, store: JsonlStore, done: Any, finished_at: str) -> Counter[str]:
