@@ -136,7 +136,7 @@ def _execute(run: Any, stages: Sequence[str]) -> bool:
             kernel = kernels.pop(i)
             try:
                 papermill.execute_notebook(
-                    str(notebook_for(stage)), str(output), km=kernel,
+                    str(notebook_for(stage)), str(output), km=kernel.manager,
                     parameters={"config": run.config.to_dict()}, kernel_name="python3",
                     cwd=str(run.dir), progress_bar=False, start_timeout=120,
                     coalesce_streams=True)   # one tqdm bar, not a stream output per update

@@ -10,6 +10,7 @@ asks the OS to end the kernel with evalnb (see :mod:`evalnb.lock`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +23,37 @@ STAGE_MODULES = {"generate": ("evalnb.pipeline", "pandas"), "judge": ("evalnb.pi
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
 
 
-def start_kernel(cwd: Path, stage: str, extra_modules: Sequence[str] = ()) -> Any:
-    """A started ``AsyncKernelManager`` (kernel ``python3``) importing what ``stage`` needs
-    (``extra_modules``: the provider SDKs its endpoints use)."""
+@dataclass
+class StageKernel:
+    manager: Any   # AsyncKernelManager, handed to papermill (``km=``)
+    warm_up: Any   # the client that sent the warm-up; kept open until the kernel has it
+
+
+def start_kernel(cwd: Path, stage: str, extra_modules: Sequence[str] = ()) -> StageKernel:
+    """A started kernel (``python3``) importing what ``stage`` needs (``extra_modules``: the
+    provider SDKs its endpoints use)."""
     from jupyter_client.blocking import BlockingKernelClient
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
 
     manager = AsyncKernelManager(kernel_name="python3")
     run_sync(manager.start_kernel)(cwd=str(cwd), extra_arguments=KERNEL_ARGUMENTS)
-    # Queued before the notebook's own requests, which the kernel answers after it. A plain
-    # blocking client on the shell channel alone: nothing to wait for, no heartbeat thread.
+    # Queued before the notebook's own requests, which the kernel answers after it. The
+    # kernel binds its sockets a second or two from now: the client stays open until the
+    # stage ends, or its socket would drop the queued request when closed.
     client = BlockingKernelClient()
     client.load_connection_info(manager.get_connection_info())
     client.start_channels(iopub=False, stdin=False, hb=False, control=False)
     modules = [*STAGE_MODULES.get(stage, ("evalnb",)), *extra_modules]
     client.execute(WARM_UP.format(modules=modules), silent=True, store_history=False)
-    client.stop_channels()
-    return manager
+    return StageKernel(manager, client)
 
 
-def stop_kernel(manager: Any) -> None:
+def stop_kernel(kernel: StageKernel | None) -> None:
     from jupyter_core.utils import run_sync
 
-    if manager is not None and manager.has_kernel:
-        run_sync(manager.shutdown_kernel)(now=True)
+    if kernel is None:
+        return
+    kernel.warm_up.stop_channels()
+    if kernel.manager.has_kernel:
+        run_sync(kernel.manager.shutdown_kernel)(now=True)

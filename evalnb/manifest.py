@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import subprocess
 import sys
@@ -20,6 +21,7 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+@functools.cache   # the environment of a process does not change while it runs
 def package_versions() -> dict[str, str | None]:
     versions: dict[str, str | None] = {}
     for name in PACKAGES:
@@ -30,6 +32,7 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+@functools.cache
 def git_commit(where: Path) -> str | None:
     """The evalnb checkout's commit (with ``-dirty`` when it has uncommitted changes)."""
     try:
@@ -55,7 +58,7 @@ def update_manifest(path: Path, *, environment: bool = True, **fields: Any) -> d
         "platform": platform.platform(),
     }
     if environment or "packages" not in manifest:
-        manifest["packages"] = package_versions()
+        manifest["packages"] = dict(package_versions())
         manifest["git_commit"] = git_commit(Path(__file__).resolve().parent)
     stages = fields.pop("stages", None)
     manifest.update(fields)

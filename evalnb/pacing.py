@@ -16,6 +16,7 @@ needs, it waits until the provider says the quota resets.
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 import time
 from collections import deque
@@ -68,6 +69,7 @@ class Pacer:
     oversized: int = 0
     _ledger: deque[_Entry] = field(default_factory=deque)
     _turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _settled: asyncio.Event = field(default_factory=asyncio.Event)
     _quota: tuple[float, Quota] | None = None   # (observed at, quota)
     waiting: bool = False
 
@@ -118,12 +120,25 @@ class Pacer:
                       "budget; it is sent alone", file=sys.stderr)
             while (wait := self._wait_needed(cost, self.clock())) > 0:
                 self.waiting = True
-                self.waited_s += wait
-                await self.sleep(wait)
+                started = self.clock()
+                await self._sleep_or_settled(wait)
+                self.waited_s += self.clock() - started
             self.waiting = False
             entry = _Entry(self.clock(), dict(cost))
             self._ledger.append(entry)
             return entry
+
+    async def _sleep_or_settled(self, seconds: float) -> None:
+        """Wait ``seconds``, or less if a reply corrects the ledger meanwhile: an estimate that
+        was too high may free room for the waiting call at once."""
+        self._settled.clear()
+        sleeper = asyncio.ensure_future(self.sleep(seconds))
+        settled = asyncio.ensure_future(self._settled.wait())
+        try:
+            await asyncio.wait({sleeper, settled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sleeper, settled):
+                task.cancel()
 
     def _oversized(self, cost: Mapping[str, float]) -> bool:
         return any(budget is not None and cost[dim] > budget for dim, budget in self.limit.budget().items())
@@ -135,6 +150,7 @@ class Pacer:
             entry.cost["output_tokens"] = float(completion.usage.output_tokens)
         if quota is not None:
             self._quota = (self.clock(), quota)
+        self._settled.set()
 
 
 class PacedProvider:
@@ -224,10 +240,12 @@ def _until(value: str | None) -> float:
 
 
 def minimum_seconds(limit: RateLimit, totals: Mapping[str, float]) -> float:
-    """The shortest time a set of calls can take under ``limit``: the first window's budget is
-    spent at once, each further budget one window later."""
+    """The shortest time a set of calls can take under ``limit`` over a sliding window: a whole
+    budget is spent at once, and the next only when it has left the window, so ``n`` budgets'
+    worth take ``ceil(n) - 1`` windows."""
     longest = 0.0
     for dim, budget in limit.budget().items():
         if budget:
-            longest = max(longest, max(0.0, totals.get(dim, 0.0) / budget - 1.0) * limit.window_seconds)
+            windows = max(0, math.ceil(totals.get(dim, 0.0) / budget - 1e-9) - 1)
+            longest = max(longest, windows * limit.window_seconds)
     return longest

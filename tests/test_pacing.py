@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import threading
 from collections import deque
 from pathlib import Path
@@ -58,6 +59,25 @@ def test_calls_wait_for_room_in_the_window() -> None:
     start = times[0]
     # Two at once, the third when the first leaves the window (60 s + the safety margin), ...
     assert [round(x - start, 2) for x in times] == [0.0, 0.0, 60.25, 60.25, 120.5]
+
+
+def test_a_waiting_call_goes_as_soon_as_a_reply_frees_room() -> None:
+    """Estimates are high (3.3 characters a token); when a reply reports fewer tokens, the
+    call waiting for room is sent then, not when the window has passed."""
+    async def go() -> float:
+        pacer = Pacer(RateLimit(input_tokens_per_minute=250))
+        first = await pacer.reserve(request(330))      # 100 estimated
+        second = await pacer.reserve(request(330))     # 200
+        waiting = asyncio.create_task(pacer.reserve(request(330)))   # 300 > 250: waits
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and pacer.waiting
+        started = asyncio.get_running_loop().time()
+        pacer.settle(first, Completion("x", "ok", usage=Usage(40, 1)), None)
+        pacer.settle(second, Completion("x", "ok", usage=Usage(40, 1)), None)   # 80 used: room
+        await waiting
+        return asyncio.get_running_loop().time() - started
+
+    assert asyncio.run(go()) < 30   # far less than the window it would otherwise have waited
 
 
 def test_reported_usage_corrects_the_ledger() -> None:
@@ -130,12 +150,15 @@ def test_quota_headers_of_both_providers() -> None:
 
 def test_minimum_time_by_hand() -> None:
     limit = RateLimit(requests_per_minute=100, input_tokens_per_minute=1_000_000)
-    # 3.5 million tokens: 1 million at once, then 1 million a minute: 2.5 minutes.
-    assert minimum_seconds(limit, {"requests": 50, "input_tokens": 3_500_000}) == pytest.approx(150.0)
-    # 450 requests at 100 a minute: 3.5 minutes, the binding limit.
-    assert minimum_seconds(limit, {"requests": 450, "input_tokens": 10}) == pytest.approx(210.0)
+    # 3.5 million tokens: 1 million at once, and the next million each time the last one has
+    # left the window: the fourth, last, half-full window opens after 3 minutes.
+    assert minimum_seconds(limit, {"requests": 50, "input_tokens": 3_500_000}) == pytest.approx(180.0)
+    # 450 requests at 100 a minute: five windows, the binding limit: 4 minutes.
+    assert minimum_seconds(limit, {"requests": 450, "input_tokens": 10}) == pytest.approx(240.0)
+    # Exactly two budgets: one window.
+    assert minimum_seconds(limit, {"requests": 200}) == pytest.approx(60.0)
     row = {"stage": "generate", "to_make": 450, "est_input_tokens": 10, "max_output_tokens": 0}
-    assert quota_minutes({"requests_per_minute": 100}, row) == pytest.approx(3.5)
+    assert quota_minutes({"requests_per_minute": 100}, row) == pytest.approx(4.0)
     rows = [dict(row, min_minutes_under_rate_limit=3.5),
             {"stage": "judge", "min_minutes_under_rate_limit": 1.0},
             {"stage": "judge", "min_minutes_under_rate_limit": 2.0}]
@@ -201,12 +224,13 @@ def test_estimate_shows_the_shortest_time(tmp_path: Path, capsys: pytest.Capture
     assert main(["estimate", str(tmp_path / "p.json")]) == 0
     out = capsys.readouterr().out
     tasks = json.loads(Path(params["data"]).read_text())["tasks"]
-    # Every in-scope task is one request; at 2 a minute, n requests take (n/2 - 1) minutes.
+    # Every in-scope task is one request; at 2 a minute, n requests take ceil(n/2) - 1 minutes.
     in_scope = [line for line in out.splitlines() if line.startswith("generate")]
     assert in_scope and "Shortest time under the configured rate limits" in out
-    to_make = int(in_scope[0].split()[5])
+    header = out.splitlines()[0].split()
+    to_make = int(in_scope[0].split()[header.index("to_make") + 2])   # + stage and model
     assert 0 < to_make <= len(tasks)
-    assert f"{max(0.0, to_make / 2 - 1):g} minutes" in out
+    assert f"{max(0, math.ceil(to_make / 2) - 1):g} minutes" in out
 
 
 def test_estimate_tokens_match_the_spec() -> None:

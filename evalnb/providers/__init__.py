@@ -29,7 +29,8 @@ def prefetch(endpoints: Iterable[EndpointConfig]) -> None:
     import importlib
     import threading
 
-    names = [m for m in modules_for(endpoints) if m not in sys.modules]
+    # pandas too: the stages return their tables as DataFrames.
+    names = [m for m in (*modules_for(endpoints), "pandas") if m not in sys.modules]
     if names:
         threading.Thread(target=lambda: [importlib.import_module(m) for m in names],
                          name="evalnb-prefetch", daemon=True).start()
