@@ -7,7 +7,7 @@ from typing import Any
 
 import anthropic
 
-from evalnb.providers.base import (ChatRequest, Completion, Usage, api_key, malformed_reply,
+from evalnb.providers.base import (ChatRequest, ProviderError, Completion, Usage, api_key, malformed_reply,
                                    rate_limit_headers, reply_shape, status_of, unreadable_reply)
 from evalnb.providers.openai_compat import sdk_error
 
@@ -65,20 +65,23 @@ class AnthropicProvider:
         return kwargs
 
     async def complete(self, request: ChatRequest) -> Completion:
-        headers: dict[str, str] = {}
         try:
-            if self.observe_quota:
-                raw = await self._client.messages.with_raw_response.create(**self.request_kwargs(request))
-                headers = rate_limit_headers(raw.headers)
-                message = raw.parse()
-            else:
-                message = await self._client.messages.create(**self.request_kwargs(request))
+            # The raw response (no extra cost: the SDK builds it either way) keeps the body, for
+            # the record of a reply of the wrong shape, and the quota headers of paced endpoints.
+            raw = await self._client.messages.with_raw_response.create(**self.request_kwargs(request))
+            headers = rate_limit_headers(raw.headers) if self.observe_quota else {}
+            message = await raw.parse()   # the async SDK's raw response reads asynchronously
         except anthropic.APIError as error:
             raise sdk_error(error) from None
         except ValueError as error:   # JSONDecodeError: a body cut off, or not JSON at all
             raise unreadable_reply(error) from None
-        return completion_of(message, request_id=getattr(message, "_request_id", None) or headers.get("request-id"),
-                             headers=headers)
+        try:
+            return completion_of(message, request_id=getattr(message, "_request_id", None)
+                                 or raw.headers.get("request-id"), headers=headers)
+        except ProviderError as error:   # the record shows the body as it came, not as parsed
+            if error.code != "malformed_reply":
+                raise
+            raise malformed_reply(await raw.text(), "no content list") from None
 
     async def aclose(self) -> None:
         await self._client.close()

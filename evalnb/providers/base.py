@@ -85,7 +85,8 @@ def reply_shape(reply: object) -> str:
     dump = getattr(reply, "model_dump_json", None)
     if callable(dump):
         try:
-            return str(dump(exclude_none=True, exclude={"sdk_http_response"}))
+            # by_alias: the API's own field names (Gemini's camelCase), as the body had them.
+            return str(dump(exclude_none=True, by_alias=True, exclude={"sdk_http_response"}))
         except Exception:   # an SDK object that cannot dump itself: its repr will do
             pass
     return reply if isinstance(reply, str) else repr(reply)

@@ -4,7 +4,7 @@ through the official ``openai`` SDK's chat-completions endpoint.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import openai
@@ -40,14 +40,14 @@ def usage_of(usage: Any) -> Usage | None:
     return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, reasoning)
 
 
-def completion_of(response: Any, *, request_id: str | None, headers: Mapping[str, str] | None = None
-                  ) -> Completion:
+def completion_of(response: Any, *, request_id: str | None, headers: Mapping[str, str] | None = None,
+                  body: Callable[[], str] | None = None) -> Completion:
     """A chat completion read as evalnb reads it, whether it came from a live call or from a
     batch's output file: the one place for status mapping, refusal, empty, usage and route."""
     if not isinstance(response, openai.types.chat.ChatCompletion) or not response.choices \
             or response.choices[0].message is None:
         # A gateway's HTML page arrives as a str; a body without choices carries no answer.
-        raise malformed_reply(reply_shape(response), "no choices[0].message")
+        raise malformed_reply(body() if body else reply_shape(response), "no choices[0].message")
     choice = response.choices[0]
     message = choice.message
     text = message.content or ""
@@ -92,19 +92,18 @@ class OpenAIProvider:
         return body
 
     async def complete(self, request: ChatRequest) -> Completion:
-        headers: dict[str, str] = {}
         try:
-            if self.observe_quota:
-                raw = await self._client.chat.completions.with_raw_response.create(**self.request_body(request))
-                headers = rate_limit_headers(raw.headers)
-                response = raw.parse()
-            else:
-                response = await self._client.chat.completions.create(**self.request_body(request))
+            # The raw response (no extra cost: the SDK builds it either way) keeps the body, for
+            # the record of a reply of the wrong shape, and the quota headers of paced endpoints.
+            raw = await self._client.chat.completions.with_raw_response.create(**self.request_body(request))
+            headers = rate_limit_headers(raw.headers) if self.observe_quota else {}
+            response = raw.parse()
         except openai.APIError as error:
             raise sdk_error(error) from None
         except ValueError as error:   # JSONDecodeError: a body cut off, or not JSON at all
             raise unreadable_reply(error) from None
-        return completion_of(response, request_id=getattr(response, "_request_id", None), headers=headers)
+        return completion_of(response, request_id=getattr(response, "_request_id", None), headers=headers,
+                             body=lambda: raw.text)
 
     async def aclose(self) -> None:
         await self._client.close()
