@@ -88,6 +88,16 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
         assert any('class="evidence"' in h and "lowest-scoring" in h for h in shown), name
         assert 'class="evidence"' in (run_dir / "04_report.html").read_text(), name
     assert "Golden strings ROUGE-L cannot see" in (tmp_path / "demo-geoktools" / "04_report.html").read_text()
+    # The lowest-scoring task's evidence in the record is its own: the question and each judge's reply.
+    import html
+
+    from evalnb.evidence import load_evidence, lowest_scoring
+    _, items = load_evidence(tmp_path / "demo-wildtrace")
+    lowest = lowest_scoring(items)[0]
+    record = (tmp_path / "demo-wildtrace" / "04_report.html").read_text()
+    for section in lowest.sections:
+        if section.label == "question" or section.label.endswith(": reply"):
+            assert html.escape(section.text, quote=False) in record.replace("&quot;", '"').replace("&#x27;", "'")
 
     for name, figure in (("demo-geoktools", "accuracy_by_k"), ("demo-geoexpertqueries", "ratings_and_agreement")):
         other = tmp_path / name
