@@ -199,7 +199,9 @@ def _metrics_line(meta: Mapping[str, Any]) -> str:
         ci = ""
         if metric.get("ci_low") is not None:
             ci = f" [{metric['ci_low']:.3f}, {metric['ci_high']:.3f}]"
-        parts.append(f"{metric['label']}: {metric['value']:.4f}{ci}")
+        value = metric["value"]
+        shown = f"{value:g}" if float(value).is_integer() else f"{value:.4f}"   # a count stays a count
+        parts.append(f"{metric['label']}: {shown}{ci}")
     return " · ".join(parts)
 
 
