@@ -359,19 +359,21 @@ class KillAttempt:
     mid_calls: bool = False        # records were being appended: calls were in flight
 
 
-def kill_once(params: Path, out: Path, log: Path, rng: random.Random, run_seconds: float) -> KillAttempt:
-    """Start a run (a resume after the first) and SIGKILL its process group at a random time
-    within a run's length; three times in four earlier, as soon as the stores have grown by a
-    random number of records, so that most kills land with calls in flight while work remains."""
+def kill_once(params: Path, out: Path, log: Path, rng: random.Random, run_seconds: float,
+              work_left: bool) -> KillAttempt:
+    """Start a run (a resume after the first) and SIGKILL its process group at a random moment:
+    while calls remain to be made, three times in four as soon as the stores have grown by a
+    random number of records (so that calls are in flight); otherwise at a random time within
+    a run's length (kernel start, any stage, aggregation, the report)."""
     stores = [out / "generate.jsonl", out / "judge.jsonl"]
 
     def records() -> int:
         return sum(p.read_bytes().count(b"\n") for p in stores if p.exists())
 
     before = records()
-    grow_to = before + rng.randint(1, 40) if rng.random() < 0.75 else None
+    grow_to = before + rng.randint(1, 20) if work_left and rng.random() < 0.75 else None
     process = start_run(params, log)
-    deadline = time.monotonic() + rng.uniform(0.5, run_seconds)
+    deadline = time.monotonic() + (RUN_TIMEOUT if grow_to else rng.uniform(0.5, run_seconds))
     while process.poll() is None and time.monotonic() < deadline:
         if grow_to is not None and records() >= grow_to:
             break
@@ -391,7 +393,8 @@ def kill_phase(ws: Workspace, report: Report, kills: int, run_seconds: float) ->
     with fake_server(ws.log("server-kills"), KILL_FAULT_RATE, ws.seed + 1) as server:
         params, out = ws.params("kills", server.url)
         while sum(a.killed for a in attempts) < kills and len(attempts) < 3 * kills:
-            attempts.append(kill_once(params, out, log, rng, run_seconds))
+            work_left = bool(check_stores(out, ws.task_ids).lost)
+            attempts.append(kill_once(params, out, log, rng, run_seconds, work_left))
         codes = run_until_complete(params, log, "after kills")
         stats = server.stats()
     killed = sum(a.killed for a in attempts)
