@@ -15,12 +15,16 @@ from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderErr
 from evalnb.types import RetryPolicy as RetryPolicy   # defined with the shared types; re-exported
 
 
+RETRIED_ERROR_KEPT = 300   # characters of each retried attempt's error kept in the record
+
+
 @dataclass
 class Outcome:
     completion: Completion | None
     error: ProviderError | None
     attempts: int
     waits: list[float] = field(default_factory=list)
+    retried_errors: list[str] = field(default_factory=list)   # why each retry was needed
 
 
 def as_provider_error(error: Exception) -> ProviderError:
@@ -35,13 +39,15 @@ def as_provider_error(error: Exception) -> ProviderError:
 async def call_with_retries(provider: Provider, request: ChatRequest, policy: RetryPolicy,
                             rng: random.Random) -> Outcome:
     waits: list[float] = []
+    errors: list[str] = []
     for attempt in range(1, policy.max_retries + 2):
         try:
-            return Outcome(await provider.complete(request), None, attempt, waits)
+            return Outcome(await provider.complete(request), None, attempt, waits, errors)
         except Exception as unexpected:   # noqa: BLE001 - a failure belongs to its call
             error = as_provider_error(unexpected)
             if error.kind == "permanent" or attempt > policy.max_retries:
-                return Outcome(None, error, attempt, waits)
+                return Outcome(None, error, attempt, waits, errors)
+            errors.append(error.message[:RETRIED_ERROR_KEPT])
             waits.append(policy.wait(attempt, error.retry_after, rng))
             await asyncio.sleep(waits[-1])
     raise AssertionError("unreachable")

@@ -70,6 +70,8 @@ async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
     outcome = await call_with_retries(provider, prepared.request, policy, rng)
     record.update(attempts=outcome.attempts, waits=[round(w, 3) for w in outcome.waits],
                   started_at=started, elapsed_s=round(time.time() - started, 3))
+    if outcome.retried_errors:   # a call that succeeded after retries shows why it needed them
+        record["retried_errors"] = outcome.retried_errors
     if outcome.completion is not None:
         record.update(completion_fields(outcome.completion))
         record.update(call.interpret(outcome.completion))

@@ -375,3 +375,17 @@ def test_probe_window_reads_both_anthropic_context_wordings(tmp_path: Path, styl
         # The recorded cap is the longest document accepted: the prompt around it subtracted.
         overhead = accepted - record["caps"]["en"]
         assert 0 < overhead < 1000 and accepted > 50_000 * 0.99
+
+
+def test_a_call_that_succeeded_after_retries_keeps_why(tmp_path: Path) -> None:
+    with FakeLLMServer() as server:
+        server.responder = deterministic_responder
+        server.queue(Error(503, "upstream overloaded"), NotJson(), model="contestant-x")
+        run = open_run(openai_params(tmp_path, server.url, concurrency=1))   # one call takes both
+        generate(run)
+        retried = [r for r in JsonlStore(run.path("generate.jsonl")).load().values() if r.get("retried_errors")]
+        run.close()
+    assert len(retried) == 1 and retried[0]["status"] == "ok" and retried[0]["attempts"] == 3
+    first, second = retried[0]["retried_errors"]
+    assert "503" in first and "upstream overloaded" in first
+    assert "malformed reply" in second
