@@ -187,10 +187,12 @@ def redact_notebook(notebook: Path) -> None:
     """Key values out of an executed record (a provider error or a traceback may show one)."""
     if not notebook.exists():
         return
+    from evalnb.records import write_text
+
     text = notebook.read_text("utf-8")
     clean = redact(text)
     if clean != text:
-        notebook.write_text(clean, "utf-8")
+        write_text(notebook, clean)   # whole or not at all: a kill here never truncates the record
 
 
 def estimate_command(params: Path, sets: Sequence[str]) -> int:
