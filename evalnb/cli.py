@@ -50,20 +50,41 @@ def render_html(notebook: Path) -> Path:
 def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str],
                    wait: float | None = None) -> int:
     """``wait``: poll batches in flight until they finish, this many seconds apart (batch mode)."""
+    import secrets
+
+    from evalnb.kernels import start_run_kernel, stop_kernel
+
+    # The run's one kernel boots while the parameters are checked (evalnb.kernels). It is let
+    # in under this command's lock by the token handed to it now (evalnb.lock).
+    os.environ[TOKEN_ENV] = secrets.token_hex(16)
+    kernel = start_run_kernel(Path.cwd()) if stages else None
+    try:
+        return _run_stages(params, sets, stages, wait, kernel)
+    finally:
+        stop_kernel(kernel)
+        os.environ.pop(TOKEN_ENV, None)
+
+
+def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], wait: float | None,
+                kernel: Any) -> int:
     from evalnb.batch import WAIT_ENV
+    from evalnb.kernels import also_import
     from evalnb.manifest import update_manifest
     from evalnb.pipeline import open_run
+    from evalnb.providers import modules_for
 
     # Validates everything before a notebook starts, then holds the run directory: a second
-    # process is refused, and only this command's own stage kernels are let in (evalnb.lock).
-    run = open_run(params, sets, require_keys=True)
+    # process is refused, and only this command's own kernel is let in (evalnb.lock).
+    run = open_run(params, sets, require_keys=True, prefetch_sdks=False)
     assert run.lock is not None
-    os.environ[TOKEN_ENV] = run.lock.token
+    if kernel is not None:   # the contestant's SDK before the first stage, the judges' meanwhile
+        also_import(kernel, modules_for([run.config.model]),
+                    later=modules_for(j for _, j in run.config.judge_roles()))
     if wait is not None:
-        os.environ[WAIT_ENV] = f"{wait:g}"   # read by the stage kernels' batch engine
+        os.environ[WAIT_ENV] = f"{wait:g}"   # read by the kernel's batch engine
     update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
     try:
-        failed = _execute(run, stages)
+        failed = _execute(run, stages, kernel)
     finally:
         if wait is not None:
             os.environ.pop(WAIT_ENV, None)
@@ -107,34 +128,26 @@ def status_command(run_dir: Path) -> int:
     return EXIT_OK
 
 
-def _execute(run: Any, stages: Sequence[str]) -> bool:
-    """Each stage's notebook in turn, in a fresh kernel started while the stage before ran;
-    HTML written beside each record in the background. True as soon as one stage fails (its
-    real cause printed)."""
+def _execute(run: Any, stages: Sequence[str], kernel: Any) -> bool:
+    """Each stage's notebook in turn, in the run's kernel reset to a new one's state; HTML
+    written beside each record in the background. True as soon as one stage fails (its real
+    cause printed)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from evalnb.kernels import start_kernel, stop_kernel
-    from evalnb.providers import modules_for
+    import papermill   # while the kernel warms up
+    from papermill.exceptions import PapermillExecutionError
+
+    from evalnb.kernels import fresh_namespace
 
     if "aggregate" in stages:
         run.path("status.json").unlink(missing_ok=True)
-    endpoints = {"generate": [run.config.model], "judge": [j for _, j in run.config.judge_roles()]}
-
-    def start(stage: str) -> Any:
-        return start_kernel(run.dir, stage, modules_for(endpoints.get(stage, [])))
-
-    kernels = {0: start(stages[0])} if stages else {}
-    import papermill   # while the first kernel starts
-    from papermill.exceptions import PapermillExecutionError
     html = ThreadPoolExecutor(max_workers=1)
     try:
-        for i, stage in enumerate(stages):
-            if i + 1 < len(stages):
-                kernels[i + 1] = start(stages[i + 1])
+        for stage in stages:
             output = run.path(notebook_for(stage).name)
             print(f"evalnb: {stage} -> {output}", file=sys.stderr)
-            kernel = kernels.pop(i)
             try:
+                fresh_namespace(kernel, run.dir)
                 papermill.execute_notebook(
                     str(notebook_for(stage)), str(output), km=kernel.manager,
                     parameters={"config": run.config.to_dict()}, kernel_name="python3",
@@ -151,14 +164,10 @@ def _execute(run: Any, stages: Sequence[str]) -> bool:
                 print(f"evalnb: {stage} stage did not finish: {redact(f'{type(e).__name__}: {e}')} "
                       f"(record: {output})", file=sys.stderr)
                 return True
-            finally:
-                stop_kernel(kernel)
             redact_notebook(output)
             html.submit(render_html, output)
         return False
     finally:
-        for kernel in kernels.values():
-            stop_kernel(kernel)
         html.shutdown(wait=True)
 
 

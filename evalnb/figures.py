@@ -23,6 +23,7 @@ class ReportFigure(Figure):
     """A Figure that displays itself as PNG in Jupyter, whatever the matplotlib backend."""
 
     saved: dict[str, Path]   # format -> file, once saved with save_figure
+    saved_png: bytes | None = None   # what save_figure wrote: the notebook shows the same bytes
 
     def png(self) -> bytes:
         buffer = io.BytesIO()
@@ -30,12 +31,14 @@ class ReportFigure(Figure):
         return buffer.getvalue()
 
     def _repr_png_(self) -> bytes:
-        return self.png()
+        # A figure is finished once saved: drawing it again would only cost time.
+        return self.saved_png or self.png()
 
 
 def new_figure(figsize: tuple[float, float], **kwargs: Any) -> ReportFigure:
     fig = ReportFigure(figsize=figsize, **kwargs)
     fig.saved = {}
+    fig.saved_png = None
     return fig
 
 
@@ -43,6 +46,17 @@ def save_figure(fig: ReportFigure, folder: Path, name: str) -> ReportFigure:
     """Write ``fig`` to ``folder/name.png`` and ``folder/name.pdf`` and return it for display."""
     folder.mkdir(parents=True, exist_ok=True)
     fig.savefig(folder / f"{name}.pdf", bbox_inches="tight")
-    (folder / f"{name}.png").write_bytes(fig.png())
+    fig.saved_png = fig.png()
+    (folder / f"{name}.png").write_bytes(fig.saved_png)
     fig.saved = {"png": folder / f"{name}.png", "pdf": folder / f"{name}.pdf"}
     return fig
+
+
+def prepare_drawing() -> None:
+    """Draw a throwaway figure as PNG and PDF in memory, so that the first real figure does
+    not pay for loading fonts and the two renderers (``evalnb run`` does this in the
+    background while the calls run). Touches no global setting and keeps nothing."""
+    fig = new_figure((1, 1))
+    fig.add_subplot().set_title("0")
+    fig.savefig(io.BytesIO(), format="pdf")
+    fig.png()

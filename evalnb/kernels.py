@@ -1,59 +1,147 @@
-"""Stage kernels started ahead of their stage, so that ``evalnb run`` does not wait for them.
+"""One kernel per ``evalnb run``, started at launch and kept warm across the four stages.
 
-Each stage still runs in a fresh kernel of its own, so each executed notebook remains a
-complete record that can be re-run alone. What changes is when the kernel starts: the
-next stage's kernel is launched (and has imported what its notebook will import) while
-the current stage runs. The warm-up binds no name in the kernel's namespace, and it first
-asks the OS to end the kernel with evalnb (see :mod:`evalnb.lock`).
+A fresh kernel costs seconds before its first cell: the process (about 0.7 s) and what the
+stage imports (pandas, and about 1.2 s for the ``openai`` SDK alone). ``evalnb run`` pays that
+once: it starts the run's kernel before it checks the parameters, so the two overlap, and the
+stages run in turn in that kernel.
+
+Each executed notebook stays a complete record that can be re-run alone: before every stage
+the kernel's namespace, output history and execution counter are reset
+(IPython's ``reset(new_session=True)``), so the notebook starts as in a new kernel, with
+cells numbered from 1, and sees nothing an earlier stage defined. What carries over is the
+process and its imported modules, which no notebook can tell apart from importing them
+itself. The warm-up binds no name in the namespace, and first asks the OS to end the kernel
+with evalnb (see :mod:`evalnb.lock`).
 """
 
 from __future__ import annotations
 
+import importlib
+import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-WARM_UP = "__import__('evalnb.lock').lock.die_with_parent(); [__import__(m) for m in {modules!r}]"
-# What each stage's notebook imports, by the functions its cells call.
-STAGE_MODULES = {"generate": ("evalnb.pipeline", "pandas"), "judge": ("evalnb.pipeline", "pandas"),
-                 "aggregate": ("evalnb.pipeline", "pandas"),
-                 "report": ("evalnb.pipeline", "pandas", "evalnb.report", "matplotlib.figure")}
-# The history file nbclient would give a kernel it started (no sqlite file per stage).
+# What the stage notebooks import before their first call, in order; then, in the background
+# while the calls run, what only the report needs.
+FIRST_MODULES = ("evalnb.pipeline", "pandas")
+LATER_MODULES = ("evalnb.report", "evalnb.figures")
+# The history file nbclient would give a kernel it started (no sqlite file per run).
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
+LATER_AFTER = 30.0      # seconds the background imports wait at most for the first call
+REPLY_TIMEOUT = 300.0   # seconds for a warm-up or reset reply (imports on a loaded machine)
 
 
 @dataclass
-class StageKernel:
-    manager: Any   # AsyncKernelManager, handed to papermill (``km=``)
-    warm_up: Any   # the client that sent the warm-up; kept open until the kernel has it
+class RunKernel:
+    manager: Any   # AsyncKernelManager, handed to papermill (``km=``) for every stage
+    control: Any   # BlockingKernelClient: the warm-up and the reset before each stage
 
 
-def start_kernel(cwd: Path, stage: str, extra_modules: Sequence[str] = ()) -> StageKernel:
-    """A started kernel (``python3``) importing what ``stage`` needs (``extra_modules``: the
-    provider SDKs its endpoints use)."""
+def start_run_kernel(cwd: Path) -> RunKernel:
+    """A started ``python3`` kernel, already importing what the stages need first."""
     from jupyter_client.blocking import BlockingKernelClient
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
 
     manager = AsyncKernelManager(kernel_name="python3")
     run_sync(manager.start_kernel)(cwd=str(cwd), extra_arguments=KERNEL_ARGUMENTS)
-    # Queued before the notebook's own requests, which the kernel answers after it. The
-    # kernel binds its sockets a second or two from now: the client stays open until the
-    # stage ends, or its socket would drop the queued request when closed.
-    client = BlockingKernelClient()
-    client.load_connection_info(manager.get_connection_info())
-    client.start_channels(iopub=False, stdin=False, hb=False, control=False)
-    modules = [*STAGE_MODULES.get(stage, ("evalnb",)), *extra_modules]
-    client.execute(WARM_UP.format(modules=modules), silent=True, store_history=False)
-    return StageKernel(manager, client)
+    # Requests queue in the kernel until it binds its sockets; the client stays open for
+    # the run (closing its socket would drop a request not yet delivered).
+    control = BlockingKernelClient()
+    control.load_connection_info(manager.get_connection_info())
+    control.start_channels(iopub=False, stdin=False, hb=False, control=False)
+    kernel = RunKernel(manager, control)
+    _send(kernel, f"__import__('evalnb.kernels').kernels.warm_up({list(FIRST_MODULES)!r}, "
+                  f"{list(LATER_MODULES)!r})")
+    return kernel
 
 
-def stop_kernel(kernel: StageKernel | None) -> None:
+def also_import(kernel: RunKernel, modules: Sequence[str], later: Sequence[str] = ()) -> None:
+    """Queue more imports before the first stage (the contestant's SDK, once the parameters
+    say which), and more in the background (the judges' SDKs)."""
+    _send(kernel, f"__import__('evalnb.kernels').kernels.load({list(modules)!r}, {list(later)!r})")
+
+
+def fresh_namespace(kernel: RunKernel, cwd: Path) -> None:
+    """Before a stage: the kernel as a new one would be, in ``cwd``; returns once it is."""
+    import queue
+    import time
+
+    from jupyter_core.utils import run_sync
+
+    msg_id = _send(kernel, f"__import__('evalnb.kernels').kernels.reset_in_kernel({str(cwd)!r})")
+    deadline = time.monotonic() + REPLY_TIMEOUT
+    while True:   # replies to the queued warm-up requests come first
+        try:
+            reply = kernel.control.get_shell_msg(timeout=1.0)
+        except queue.Empty:
+            if not run_sync(kernel.manager.is_alive)():
+                raise RuntimeError("the run's kernel died before the stage started") from None
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the run's kernel did not answer within {REPLY_TIMEOUT:g} s") from None
+            continue
+        if reply["parent_header"].get("msg_id") == msg_id:
+            break
+    content = reply["content"]
+    if content.get("status") != "ok":
+        raise RuntimeError(f"the run's kernel could not be reset: {content.get('ename')}: "
+                           f"{content.get('evalue')}")
+
+
+def stop_kernel(kernel: RunKernel | None) -> None:
     from jupyter_core.utils import run_sync
 
     if kernel is None:
         return
-    kernel.warm_up.stop_channels()
+    kernel.control.stop_channels()
     if kernel.manager.has_kernel:
         run_sync(kernel.manager.shutdown_kernel)(now=True)
+
+
+def _send(kernel: RunKernel, code: str) -> str:
+    return str(kernel.control.execute(code, silent=True, store_history=False))
+
+
+# --- run inside the kernel ----------------------------------------------------------------------
+
+def warm_up(first: Sequence[str], later: Sequence[str]) -> None:
+    """In the kernel, before any stage: die with evalnb, then :func:`load`."""
+    from evalnb.lock import die_with_parent
+
+    die_with_parent()
+    load(first, later)
+
+
+def load(now: Sequence[str], later: Sequence[str]) -> None:
+    """In the kernel: import ``now``; import ``later`` on a daemon thread once the first stage's
+    calls are under way (or after ``LATER_AFTER`` seconds), so that it slows neither the
+    first request nor, much, the calls (a stage importing one meanwhile waits on its lock). With ``evalnb.figures``,
+    matplotlib's fonts and renderers are loaded too, by a throwaway drawing."""
+    for module in now:
+        importlib.import_module(module)
+
+    def load_later() -> None:
+        from evalnb.runner import CALLS_UNDER_WAY
+        CALLS_UNDER_WAY.wait(LATER_AFTER)
+        for module in later:
+            importlib.import_module(module)
+        if "evalnb.figures" in later:
+            from evalnb.figures import prepare_drawing
+            prepare_drawing()
+
+    if later:
+        threading.Thread(target=load_later, name="evalnb-warm-up", daemon=True).start()
+
+
+def reset_in_kernel(cwd: str) -> None:
+    """In the kernel: an empty namespace, no output history, cells counted from 1, in ``cwd``."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        raise RuntimeError("not in an IPython kernel")
+    os.chdir(cwd)
+    shell.reset(new_session=True)

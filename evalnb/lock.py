@@ -79,7 +79,9 @@ def acquire(run_dir: Path) -> RunLock:
     except RunLocked:
         handle.close()
         raise
-    lock = RunLock(run_dir, secrets.token_hex(16), handle)
+    # evalnb run draws the token before it starts its kernel, which then boots while the
+    # parameters are checked; any other holder draws one here.
+    lock = RunLock(run_dir, os.environ.get(TOKEN_ENV) or secrets.token_hex(16), handle)
     handle.seek(0)
     handle.truncate()
     handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "token": lock.token,
@@ -129,26 +131,32 @@ def _is_parent_stage_kernel(holder: dict[str, Any]) -> bool:
 
 
 def _enter_as_stage_kernel(run_dir: Path, holder: dict[str, Any]) -> RunLock:
-    import fcntl
-
     die_with_parent()
     if os.getppid() != holder.get("pid"):   # the parent died before the request took effect
         os._exit(1)
+    if run_dir not in _kernel_handles:   # else: the run's kernel, entering for its next stage
+        _hold_kernel_lock(run_dir, holder)
+    lock = RunLock(run_dir, str(holder["token"]), None)
+    _held[run_dir] = lock
+    return lock
+
+
+def _hold_kernel_lock(run_dir: Path, holder: dict[str, Any]) -> None:
+    import fcntl
+
     handle = (run_dir / KERNEL_LOCK_NAME).open("a+", encoding="utf-8")
-    fcntl.flock(handle, fcntl.LOCK_EX)   # a previous stage's kernel may still be closing
+    fcntl.flock(handle, fcntl.LOCK_EX)   # an earlier run's kernel may still be closing
     handle.seek(0)
     handle.truncate()
     handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                              "parent": holder.get("pid")}) + "\n")
     handle.flush()
-    lock = RunLock(run_dir, str(holder["token"]), None)
-    # The kernel lock is held by this open descriptor until the kernel exits.
-    _kernel_handles.append(handle)
-    _held[run_dir] = lock
-    return lock
+    # The kernel lock is held by this open descriptor until the kernel exits (a second
+    # descriptor of the same file would wait on the first forever).
+    _kernel_handles[run_dir] = handle
 
 
-_kernel_handles: list[IO[str]] = []
+_kernel_handles: dict[Path, IO[str]] = {}
 
 
 def die_with_parent() -> None:

@@ -102,14 +102,18 @@ def make_benchmark(config: RunConfig, bench: type[Benchmark]) -> Benchmark:
 
 
 def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *,
-             require_keys: bool = False) -> Run:
+             require_keys: bool = False, prefetch_sdks: bool = True) -> Run:
     """Check parameters and data, then create or resume the run directory.
 
     Everything is validated before anything is written (with ``require_keys``, that every
     named key variable is set too); resuming into a run started under a different
-    fingerprint is refused (reading 11).
+    fingerprint is refused (reading 11). Meanwhile the endpoints' SDKs are imported in the
+    background (``prefetch_sdks=False`` in a process that makes no call: ``evalnb run``,
+    whose kernel makes them).
     """
     config, bench = load_config(source, sets)
+    if prefetch_sdks:
+        prefetch((config.model, *config.judges))
     if require_keys:
         check_keys(config)
     check_paths(config, "parameters" if isinstance(source, Mapping) else str(source))
@@ -119,7 +123,6 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
         benchmark.check_documents()   # a stage kernel's evalnb checked them moments ago
     run = Run(config, benchmark, benchmark.tasks, fingerprint(benchmark.fingerprint_parts()), warnings)
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
-    prefetch((config.model, *config.judges))
     run.lock = lock.acquire(run.dir)   # the first write: refused if another process runs here
     check_or_record(run.path("fingerprint.json"), run.fingerprint)
     write_json(run.path("config.json"), config.to_dict())

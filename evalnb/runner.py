@@ -15,6 +15,7 @@ import collections
 import concurrent.futures
 import random
 import sys
+import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict
@@ -32,6 +33,10 @@ from evalnb.types import Call as Call, Prepared as Prepared, Record as Record
 from evalnb.types import answer_fields as answer_fields
 
 T = TypeVar("T")
+# Set once a stage has sent its first request: from then on the process mostly waits on the
+# network, and work deferred until then (a warm kernel's background imports) costs the
+# first request nothing.
+CALLS_UNDER_WAY = threading.Event()
 
 
 def completion_fields(completion: Completion) -> dict[str, Any]:
@@ -67,6 +72,7 @@ async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
     if provider is None:
         raise RuntimeError(f"{call.key}: needs a model call but no endpoint {call.endpoint!r} is configured")
     started = time.time()
+    CALLS_UNDER_WAY.set()
     outcome = await call_with_retries(provider, prepared.request, policy, rng)
     record.update(attempts=outcome.attempts, waits=[round(w, 3) for w in outcome.waits],
                   started_at=started, elapsed_s=round(time.time() - started, 3))

@@ -1,0 +1,132 @@
+"""One kernel per `evalnb run` (issue 14): started once, reset to a new kernel's state before
+each stage, so that each executed notebook is still a record that stands alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from evalnb.cli import STAGES, notebook_for
+from evalnb.kernels import also_import, fresh_namespace, start_run_kernel, stop_kernel
+from tests.conftest import offline_params
+
+EVALNB = Path(sys.executable).with_name("evalnb")
+
+
+def execute(kernel: Any, code: str) -> dict[str, Any]:
+    """Run ``code`` as a notebook cell would (history stored); the reply's content and the
+    cell's text/plain result."""
+    from jupyter_client.blocking import BlockingKernelClient
+
+    client = BlockingKernelClient()
+    client.load_connection_info(kernel.manager.get_connection_info())
+    client.start_channels()
+    try:
+        msg_id = client.execute(code, store_history=True)
+        result = None
+        while True:
+            msg = client.get_iopub_msg(timeout=60)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "execute_result":
+                result = msg["content"]["data"]["text/plain"]
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+        reply = client.get_shell_msg(timeout=60)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = client.get_shell_msg(timeout=60)
+        return {**reply["content"], "result": result}
+    finally:
+        client.stop_channels()
+
+
+def test_a_reset_kernel_is_a_new_kernel_with_its_imports_kept(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    kernel = start_run_kernel(tmp_path)
+    try:
+        also_import(kernel, ["json"], later=["evalnb.providers.offline"])
+        fresh_namespace(kernel, first)
+        assert execute(kernel, "marker = 41; marker + 1")["result"] == "42"
+        again = execute(kernel, "import os, sys; (os.getcwd(), 'evalnb.pipeline' in sys.modules, 'pandas' in sys.modules)")
+        assert again["execution_count"] == 2
+        assert again["result"] == repr((str(first), True, True))
+
+        fresh_namespace(kernel, second)
+        after = execute(kernel, "'marker' in globals(), 'Out' in globals() and len(Out), __import__('os').getcwd()")
+        # Cells counted from 1 again; nothing an earlier stage bound, not even its outputs.
+        assert after["execution_count"] == 1
+        assert after["result"] == repr((False, 0, str(second)))
+        # What was imported stays imported: a stage does not pay for it again.
+        assert execute(kernel, "'evalnb.pipeline' in sys.modules")["status"] == "error"   # no name sys
+        assert execute(kernel, "'evalnb.pipeline' in __import__('sys').modules")["result"] == "True"
+    finally:
+        stop_kernel(kernel)
+    assert not kernel.manager.has_kernel
+
+
+def test_a_dead_kernel_is_reported_not_waited_for(tmp_path: Path) -> None:
+    kernel = start_run_kernel(tmp_path)
+    try:
+        fresh_namespace(kernel, tmp_path)
+        os.kill(kernel.manager.provisioner.pid, 9)
+        with pytest.raises(RuntimeError, match="kernel died"):
+            fresh_namespace(kernel, tmp_path)
+    finally:
+        stop_kernel(kernel)
+
+
+def counting_kernelspec(root: Path, log: Path) -> Path:
+    """A ``python3`` kernelspec that appends its pid to ``log`` each time a kernel starts,
+    then is the ordinary ipykernel (JUPYTER_PATH takes it before the built-in one)."""
+    spec = root / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    launcher = root / "launch_kernel.py"
+    launcher.write_text(
+        "import os, runpy, sys\n"
+        f"with open({str(log)!r}, 'a') as f:\n"
+        "    f.write(f'{os.getpid()}\\n')\n"
+        "sys.argv[0] = 'ipykernel_launcher'\n"
+        "runpy.run_module('ipykernel_launcher', run_name='__main__')\n", "utf-8")
+    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, str(launcher), "-f", "{connection_file}"],
+        "display_name": "Python 3 (counted)", "language": "python"}), "utf-8")
+    return root
+
+
+def test_evalnb_run_starts_one_kernel_and_every_record_counts_its_cells_from_one(tmp_path: Path) -> None:
+    log = tmp_path / "kernels.log"
+    jupyter = counting_kernelspec(tmp_path / "jupyter", log)
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps(offline_params(tmp_path)), "utf-8")
+    env = {**os.environ, "JUPYTER_PATH": str(jupyter)}
+    done = subprocess.run([str(EVALNB), "run", str(params)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert len(log.read_text().split()) == 1   # four stages, one kernel
+
+    run_dir = Path(offline_params(tmp_path)["output_dir"])
+    for stage in STAGES:
+        notebook = nbformat.read(run_dir / notebook_for(stage).name, as_version=4)
+        counts = [c.execution_count for c in notebook.cells if c.cell_type == "code"]
+        assert counts == list(range(1, len(counts) + 1)), stage
+        assert not [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs
+                    if o.output_type == "error"], stage
+
+    # A second run of the same directory resumes in a kernel of its own, and makes no call.
+    stored = {stage: (run_dir / f"{stage}.jsonl").read_text() for stage in ("generate", "judge")}
+    again = subprocess.run([str(EVALNB), "run", str(params)], env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert len(log.read_text().split()) == 2
+    assert stored == {stage: (run_dir / f"{stage}.jsonl").read_text() for stage in stored}
