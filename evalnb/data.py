@@ -7,6 +7,7 @@ JSON and JSONL reading, typed field access, and the corpus directory.
 from __future__ import annotations
 
 import codecs
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -131,9 +132,13 @@ class Corpus:
 
     root: Path
 
+    @functools.cached_property
+    def _resolved_root(self) -> Path:
+        return self.root.resolve()   # once, not once per task
+
     def path(self, name: str, where: Where) -> Path:
         candidate = (self.root / name).resolve()
-        if self.root.resolve() not in candidate.parents:
+        if self._resolved_root not in candidate.parents:
             raise where.error(f"corpus file {name!r} points outside the corpus directory",
                               "corpus_file")
         if not candidate.is_file():

@@ -56,7 +56,7 @@ def write_evidence(run_dir: Path, meta: Mapping[str, Any], items: Sequence[ItemE
     from evalnb.tasks_page import write_tasks_page
 
     document = evidence_document(meta, items)
-    write_json(run_dir / EVIDENCE_FILE, document)
+    write_json(run_dir / EVIDENCE_FILE, document, indent=None)   # read by tasks.html and `evalnb show`
     write_tasks_page(run_dir / TASKS_PAGE, document)
     return document
 
@@ -256,6 +256,15 @@ class TasksView:
             parts.append(f"<p>No {html.escape(noun)} has scores from two judges (or runs) to disagree.</p>")
         parts.append("</div>")
         return redact("".join(parts))
+
+    def __repr__(self) -> str:
+        """The cell's text/plain, saved beside the HTML in the record: a pointer, not a second
+        copy of every item (the dataclass repr ran to most of a megabyte on 481 tasks)."""
+        noun = self.meta.get("noun", "item")
+        low = ", ".join(i.item_id for i in lowest_scoring(self.items))
+        spread = ", ".join(i.item_id for i in most_disagreed(self.items)) or "none"
+        return (f"{len(self.items)} {noun}s (HTML above; tasks.html or `evalnb show RUN_DIR ID` for "
+                f"any {noun}). Lowest-scoring: {low}. Most disagreed: {spread}.")
 
 
 def tasks_view(run_dir: Path) -> TasksView:

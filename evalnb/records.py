@@ -20,9 +20,10 @@ from evalnb.errors import DataError
 from evalnb.redaction import redact_values
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write whole or not at all: a reader never sees half a file."""
-    write_text(path, json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+def write_json(path: Path, value: Any, *, indent: int | None = 2) -> None:
+    """Write whole or not at all: a reader never sees half a file. ``indent=None`` for large
+    files read by programs (about five times faster to write: json's C encoder)."""
+    write_text(path, json.dumps(value, indent=indent, ensure_ascii=False, default=str) + "\n")
 
 
 def write_text(path: Path, text: str) -> None:

@@ -218,6 +218,12 @@ def test_notebook_tasks_section_lists_every_item_and_shows_the_extremes(tmp_path
     long_texts = [s.text for i in low for s in i.sections if isinstance(s, Passage) and s.text and len(s.text) > 1500]
     if long_texts:
         assert "characters not shown here" in page
+    # The text/plain the record keeps beside the HTML points to the items; it is not a copy of them.
+    text = repr(view)
+    assert text.startswith(f"{len(view.items)} tasks") and "tasks.html" in text
+    assert all(i.item_id in text for i in (*low, *spread))
+    passages = [s.text for i in view.items for s in i.sections if isinstance(s, Passage) and s.text and len(s.text) > 40]
+    assert passages and not any(p in text for p in passages)
 
 
 def test_show_refuses_an_unknown_item_and_a_run_without_evidence(tmp_path: Path,

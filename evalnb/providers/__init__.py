@@ -25,15 +25,27 @@ def modules_for(endpoints: Iterable[EndpointConfig]) -> list[str]:
 
 def prefetch(endpoints: Iterable[EndpointConfig]) -> None:
     """Import the SDKs these endpoints need in a background thread, so that the first call of
-    a stage does not wait for them (a stage importing one meanwhile waits on its lock)."""
+    a stage does not wait for them (a stage importing one meanwhile waits on its lock); then,
+    once calls are under way, pandas (the stages return their tables as DataFrames), which
+    would otherwise delay the first request by as long again as it takes to import."""
     import importlib
     import threading
 
-    # pandas too: the stages return their tables as DataFrames.
-    names = [m for m in (*modules_for(endpoints), "pandas") if m not in sys.modules]
-    if names:
-        threading.Thread(target=lambda: [importlib.import_module(m) for m in names],
-                         name="evalnb-prefetch", daemon=True).start()
+    sdks = [m for m in modules_for(endpoints) if m not in sys.modules]
+
+    def load() -> None:
+        from evalnb.runner import CALLS_UNDER_WAY
+
+        for module in sdks:
+            importlib.import_module(module)
+        CALLS_UNDER_WAY.wait(PANDAS_AFTER)
+        importlib.import_module("pandas")
+
+    if sdks or "pandas" not in sys.modules:
+        threading.Thread(target=load, name="evalnb-prefetch", daemon=True).start()
+
+
+PANDAS_AFTER = 30.0   # seconds the prefetch waits at most for the first call before pandas
 
 
 def make_provider(endpoint: EndpointConfig) -> Provider | None:
