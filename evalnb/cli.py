@@ -141,7 +141,7 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any) -> bool:
 
     if "aggregate" in stages:
         run.path("status.json").unlink(missing_ok=True)
-    html = ThreadPoolExecutor(max_workers=1)
+    html = ThreadPoolExecutor(max_workers=1, initializer=_yield_cpu)
     try:
         for stage in stages:
             output = run.path(notebook_for(stage).name)
@@ -169,6 +169,17 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any) -> bool:
         return False
     finally:
         html.shutdown(wait=True)
+
+
+def _yield_cpu() -> None:
+    """The HTML thread runs at low priority (Linux: nice is per thread): converting a finished
+    stage's record must not take CPU from the calls of the next one."""
+    import threading
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):   # not Linux, or not permitted: run at normal priority
+        pass
 
 
 def failure_cause(notebook: Path, error: Exception) -> str:
