@@ -52,22 +52,25 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
     """``wait``: poll batches in flight until they finish, this many seconds apart (batch mode)."""
     import secrets
 
+    from evalnb.batch import WAIT_ENV
     from evalnb.kernels import start_run_kernel, stop_kernel
 
-    # The run's one kernel boots while the parameters are checked (evalnb.kernels). It is let
-    # in under this command's lock by the token handed to it now (evalnb.lock).
-    os.environ[TOKEN_ENV] = secrets.token_hex(16)
-    kernel = start_run_kernel(Path.cwd()) if stages else None
+    # The run's one kernel boots while the parameters are checked (evalnb.kernels), so what it
+    # reads from its environment is set first: the token that lets it in under this command's
+    # lock (evalnb.lock), and how long its batch engine waits.
+    settings = {TOKEN_ENV: secrets.token_hex(16), **({WAIT_ENV: f"{wait:g}"} if wait is not None else {})}
+    os.environ.update(settings)
+    kernel = None
     try:
-        return _run_stages(params, sets, stages, wait, kernel)
+        kernel = start_run_kernel(Path.cwd()) if stages else None
+        return _run_stages(params, sets, stages, kernel)
     finally:
         stop_kernel(kernel)
-        os.environ.pop(TOKEN_ENV, None)
+        for name in settings:
+            os.environ.pop(name, None)
 
 
-def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], wait: float | None,
-                kernel: Any) -> int:
-    from evalnb.batch import WAIT_ENV
+def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], kernel: Any) -> int:
     from evalnb.kernels import also_import
     from evalnb.manifest import update_manifest
     from evalnb.pipeline import open_run
@@ -80,14 +83,10 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
     if kernel is not None:   # the contestant's SDK before the first stage, the judges' meanwhile
         also_import(kernel, modules_for([run.config.model]),
                     later=modules_for(j for _, j in run.config.judge_roles()))
-    if wait is not None:
-        os.environ[WAIT_ENV] = f"{wait:g}"   # read by the kernel's batch engine
     update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
     try:
         failed = _execute(run, stages, kernel)
     finally:
-        if wait is not None:
-            os.environ.pop(WAIT_ENV, None)
         run.close()
     waiting = _batches_waiting(run.dir)
     if failed or "aggregate" not in stages:

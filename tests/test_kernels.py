@@ -3,6 +3,7 @@ each stage, so that each executed notebook is still a record that stands alone."
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import stat
@@ -59,13 +60,13 @@ def test_a_reset_kernel_is_a_new_kernel_with_its_imports_kept(tmp_path: Path) ->
         assert execute(kernel, "marker = 41; marker + 1")["result"] == "42"
         again = execute(kernel, "import os, sys; (os.getcwd(), 'evalnb.pipeline' in sys.modules, 'pandas' in sys.modules)")
         assert again["execution_count"] == 2
-        assert again["result"] == repr((str(first), True, True))
+        assert ast.literal_eval(again["result"]) == (str(first), True, True)
 
         fresh_namespace(kernel, second)
         after = execute(kernel, "'marker' in globals(), 'Out' in globals() and len(Out), __import__('os').getcwd()")
         # Cells counted from 1 again; nothing an earlier stage bound, not even its outputs.
         assert after["execution_count"] == 1
-        assert after["result"] == repr((False, 0, str(second)))
+        assert ast.literal_eval(after["result"]) == (False, 0, str(second))
         # What was imported stays imported: a stage does not pay for it again.
         assert execute(kernel, "'evalnb.pipeline' in sys.modules")["status"] == "error"   # no name sys
         assert execute(kernel, "'evalnb.pipeline' in __import__('sys').modules")["result"] == "True"
