@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ REPLY_TIMEOUT = 300.0   # seconds for a warm-up or reset reply (imports on a loa
 class RunKernel:
     manager: Any   # AsyncKernelManager, handed to papermill (``km=``) for every stage
     control: Any   # BlockingKernelClient: the warm-up and the reset before each stage
+    sockets: Path  # the directory of its Unix sockets, removed with it
 
 
 def start_run_kernel(cwd: Path) -> RunKernel:
@@ -46,14 +49,17 @@ def start_run_kernel(cwd: Path) -> RunKernel:
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
 
-    manager = AsyncKernelManager(kernel_name="python3")
+    # Unix sockets in a directory only this user can enter, not TCP on localhost: no other
+    # local user can reach the kernel (ipykernel warns about plain TCP on every start).
+    sockets = Path(tempfile.mkdtemp(prefix="evalnb-kernel-"))
+    manager = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "socket"))
     run_sync(manager.start_kernel)(cwd=str(cwd), extra_arguments=KERNEL_ARGUMENTS)
     # Requests queue in the kernel until it binds its sockets; the client stays open for
     # the run (closing its socket would drop a request not yet delivered).
     control = BlockingKernelClient()
     control.load_connection_info(manager.get_connection_info())
     control.start_channels(iopub=False, stdin=False, hb=False, control=False)
-    kernel = RunKernel(manager, control)
+    kernel = RunKernel(manager, control, sockets)
     _send(kernel, f"__import__('evalnb.kernels').kernels.warm_up({list(FIRST_MODULES)!r}, "
                   f"{list(LATER_MODULES)!r})")
     return kernel
@@ -99,6 +105,7 @@ def stop_kernel(kernel: RunKernel | None) -> None:
     kernel.control.stop_channels()
     if kernel.manager.has_kernel:
         run_sync(kernel.manager.shutdown_kernel)(now=True)
+    shutil.rmtree(kernel.sockets, ignore_errors=True)
 
 
 def _send(kernel: RunKernel, code: str) -> str:

@@ -70,9 +70,13 @@ def test_a_reset_kernel_is_a_new_kernel_with_its_imports_kept(tmp_path: Path) ->
         # What was imported stays imported: a stage does not pay for it again.
         assert execute(kernel, "'evalnb.pipeline' in sys.modules")["status"] == "error"   # no name sys
         assert execute(kernel, "'evalnb.pipeline' in __import__('sys').modules")["result"] == "True"
+        # Reached through Unix sockets in a directory only this user may enter, not TCP.
+        assert kernel.manager.get_connection_info()["transport"] == "ipc"
+        assert stat.S_IMODE(kernel.sockets.stat().st_mode) == 0o700
+        assert {p.parent for p in kernel.sockets.iterdir()} == {kernel.sockets}
     finally:
         stop_kernel(kernel)
-    assert not kernel.manager.has_kernel
+    assert not kernel.manager.has_kernel and not kernel.sockets.exists()
 
 
 def test_a_dead_kernel_is_reported_not_waited_for(tmp_path: Path) -> None:
