@@ -133,10 +133,9 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any) -> bool:
     cause printed)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import papermill   # while the kernel warms up
-    from papermill.exceptions import PapermillExecutionError
+    from papermill.exceptions import PapermillExecutionError   # papermill, while the kernel warms up
 
-    from evalnb.kernels import fresh_namespace
+    from evalnb.kernels import execute_stage
 
     if "aggregate" in stages:
         run.path("status.json").unlink(missing_ok=True)
@@ -146,12 +145,7 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any) -> bool:
             output = run.path(notebook_for(stage).name)
             print(f"evalnb: {stage} -> {output}", file=sys.stderr)
             try:
-                fresh_namespace(kernel, run.dir)
-                papermill.execute_notebook(
-                    str(notebook_for(stage)), str(output), km=kernel.manager,
-                    parameters={"config": run.config.to_dict()}, kernel_name="python3",
-                    cwd=str(run.dir), progress_bar=False, start_timeout=120,
-                    coalesce_streams=True)   # one tqdm bar, not a stream output per update
+                execute_stage(kernel, notebook_for(stage), output, {"config": run.config.to_dict()}, run.dir)
             except PapermillExecutionError as e:
                 redact_notebook(output)
                 render_html(output)

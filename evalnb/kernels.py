@@ -41,6 +41,7 @@ class RunKernel:
     manager: Any   # AsyncKernelManager, handed to papermill (``km=``) for every stage
     control: Any   # BlockingKernelClient: the warm-up and the reset before each stage
     sockets: Path  # the directory of its Unix sockets, removed with it
+    client: Any = None   # AsyncKernelClient papermill executes the stages through, once connected
 
 
 def start_run_kernel(cwd: Path) -> RunKernel:
@@ -97,12 +98,67 @@ def fresh_namespace(kernel: RunKernel, cwd: Path) -> None:
                            f"{content.get('evalue')}")
 
 
+def execute_stage(kernel: RunKernel, notebook: Path, output: Path, parameters: dict[str, Any],
+                  cwd: Path) -> None:
+    """``notebook`` executed by papermill into ``output`` in the run's kernel, reset first.
+
+    papermill connects a new client to the kernel for every notebook and waits, each time, for
+    the kernel's output channel to stay quiet for 0.2 s (jupyter_client's ``wait_for_ready``),
+    about a quarter of a second per stage. The run's kernel keeps one connected client for
+    all four, handed to papermill's own nbclient engine (:class:`RunKernelEngine`)."""
+    import papermill
+
+    fresh_namespace(kernel, cwd)
+    if kernel.client is None:
+        from jupyter_core.utils import run_sync
+
+        kernel.client = kernel.manager.client()
+        kernel.client.start_channels()
+        run_sync(kernel.client.wait_for_ready)(timeout=REPLY_TIMEOUT)
+    _register_engine()
+    papermill.execute_notebook(
+        str(notebook), str(output), km=kernel.manager, kc=kernel.client, engine_name=ENGINE,
+        parameters=parameters, kernel_name="python3", cwd=str(cwd), progress_bar=False,
+        start_timeout=120, coalesce_streams=True)   # one tqdm bar, not a stream output per update
+
+
+ENGINE = "evalnb-run-kernel"
+
+
+def _register_engine() -> None:
+    from papermill.clientwrap import PapermillNotebookClient
+    from papermill.engines import NBClientEngine, papermill_engines
+    from papermill.log import logger
+
+    class RunKernelEngine(NBClientEngine):
+        """papermill's nbclient engine, with the run's connected client (``kc``) given to the
+        notebook client, which then neither starts one nor waits for it."""
+
+        @classmethod
+        def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, log_output: bool = False,
+                                     stdout_file: Any = None, stderr_file: Any = None,
+                                     start_timeout: int = 60, execution_timeout: float | None = None,
+                                     **kwargs: Any) -> Any:
+            kc = kwargs.pop("kc")
+            kwargs.pop("input_path", None)
+            client = PapermillNotebookClient(
+                nb_man, timeout=execution_timeout, startup_timeout=start_timeout,
+                kernel_name=kernel_name, log=logger, log_output=log_output, stdout_file=stdout_file,
+                stderr_file=stderr_file, **kwargs)
+            client.kc = kc   # nbclient connects a client only when it has none
+            return client.execute()
+
+    papermill_engines.register(ENGINE, RunKernelEngine)
+
+
 def stop_kernel(kernel: RunKernel | None) -> None:
     from jupyter_core.utils import run_sync
 
     if kernel is None:
         return
     kernel.control.stop_channels()
+    if kernel.client is not None:
+        kernel.client.stop_channels()
     if kernel.manager.has_kernel:
         run_sync(kernel.manager.shutdown_kernel)(now=True)
     shutil.rmtree(kernel.sockets, ignore_errors=True)
