@@ -114,7 +114,7 @@ def execute_stage(kernel: RunKernel, notebook: Path, output: Path, parameters: d
 
         kernel.client = kernel.manager.client()
         kernel.client.start_channels()
-        run_sync(kernel.client.wait_for_ready)(timeout=REPLY_TIMEOUT)
+        run_sync(_connected)(kernel.client)
     _register_engine()
     papermill.execute_notebook(
         str(notebook), str(output), km=kernel.manager, kc=kernel.client, engine_name=ENGINE,
@@ -123,6 +123,28 @@ def execute_stage(kernel: RunKernel, notebook: Path, output: Path, parameters: d
 
 
 ENGINE = "evalnb-run-kernel"
+
+
+async def _connected(client: Any) -> None:
+    """Return once ``client`` hears the kernel on both channels: the reply to a kernel_info
+    request on shell, then that request's status on IOPub (a subscription connects some time
+    after it is made, and output published before then is lost). jupyter_client's
+    ``wait_for_ready`` checks the same, then waits for 0.2 s of silence besides."""
+    import queue
+    import time
+
+    deadline = time.monotonic() + REPLY_TIMEOUT
+    while time.monotonic() < deadline:
+        msg_id = client.kernel_info()
+        try:
+            while (await client.get_shell_msg(timeout=1.0))["parent_header"].get("msg_id") != msg_id:
+                pass
+            while (await client.get_iopub_msg(timeout=0.5))["parent_header"].get("msg_id") != msg_id:
+                pass
+            return
+        except queue.Empty:   # not connected yet: ask again
+            continue
+    raise RuntimeError(f"the run's kernel did not answer within {REPLY_TIMEOUT:g} s")
 
 
 def _register_engine() -> None:
@@ -152,9 +174,10 @@ def _register_engine() -> None:
 
 
 def stop_kernel(kernel: RunKernel | None) -> None:
+    """Stop the kernel and remove its sockets (again: nothing)."""
     from jupyter_core.utils import run_sync
 
-    if kernel is None:
+    if kernel is None or not kernel.sockets.exists():
         return
     kernel.control.stop_channels()
     if kernel.client is not None:

@@ -8,6 +8,7 @@ from typing import Any
 import anthropic
 
 from evalnb.providers.base import (ChatRequest, ProviderError, Completion, Usage, api_key, malformed_reply,
+                                   shared_tls_context,
                                    rate_limit_headers, reply_shape, status_of, unreadable_reply)
 from evalnb.providers.openai_compat import sdk_error
 
@@ -45,7 +46,7 @@ class AnthropicProvider:
         self.observe_quota = observe_quota   # read the reply's rate-limit headers (paced endpoints)
         self._client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key(api_key_env, role),
                                                 max_retries=0, timeout=timeout,
-                                                http_client=anthropic.DefaultAioHttpClient(timeout=timeout))
+                                                http_client=anthropic.DefaultAioHttpClient(timeout=timeout, verify=shared_tls_context()))
 
     def request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

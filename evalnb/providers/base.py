@@ -7,7 +7,9 @@ counts and records every attempt the same way for every provider.
 
 from __future__ import annotations
 
+import functools
 import os
+import ssl
 from typing import Any, Protocol
 
 from evalnb.errors import ConfigError
@@ -168,3 +170,14 @@ class Provider(Protocol):
     async def complete(self, request: ChatRequest) -> Completion: ...
 
     async def aclose(self) -> None: ...
+
+
+@functools.cache
+def shared_tls_context() -> ssl.SSLContext:
+    """The TLS context every SDK client of this process uses: the one the SDKs would build
+    themselves (httpx2's default, which honours SSL_CERT_FILE and SSL_CERT_DIR), built once.
+    Each client would otherwise load the CA bundle again, about 50 ms apiece: a judge panel
+    of three paid for it at the start of every stage."""
+    import httpx2
+
+    return httpx2.create_ssl_context()

@@ -11,7 +11,7 @@ import openai
 
 from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
                                    http_error, malformed_reply, rate_limit_headers, reply_shape,
-                                   retry_after_seconds,
+                                   retry_after_seconds, shared_tls_context,
                                    status_of, unreadable_reply)
 
 
@@ -75,7 +75,7 @@ class OpenAIProvider:
         # transport costs about a fifth less CPU per call than the default one (bench/).
         self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key(api_key_env, role),
                                           max_retries=0, timeout=timeout,
-                                          http_client=openai.DefaultAioHttpClient(timeout=timeout))
+                                          http_client=openai.DefaultAioHttpClient(timeout=timeout, verify=shared_tls_context()))
 
     def request_body(self, request: ChatRequest) -> dict[str, Any]:
         messages: list[dict[str, str]] = []
