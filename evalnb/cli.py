@@ -80,9 +80,8 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
     # process is refused, and only this command's own kernel is let in (evalnb.lock).
     run = open_run(params, sets, require_keys=True, prefetch_sdks=False)
     assert run.lock is not None
-    if kernel is not None:   # the contestant's SDK before the first stage, the judges' meanwhile
-        also_import(kernel, modules_for([run.config.model]),
-                    later=modules_for(j for _, j in run.config.judge_roles()))
+    if kernel is not None:   # every endpoint's SDK, before the first stage
+        also_import(kernel, modules_for([run.config.model, *run.config.judges]))
     update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
     try:
         failed = _execute(run, stages, kernel)

@@ -32,7 +32,6 @@ FIRST_MODULES = ("evalnb.pipeline", "pandas")
 LATER_MODULES = ("evalnb.report", "evalnb.figures")
 # The history file nbclient would give a kernel it started (no sqlite file per run).
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
-LATER_AFTER = 30.0      # seconds the background imports wait at most for the first call
 REPLY_TIMEOUT = 300.0   # seconds for a warm-up or reset reply (imports on a loaded machine)
 
 
@@ -66,10 +65,10 @@ def start_run_kernel(cwd: Path) -> RunKernel:
     return kernel
 
 
-def also_import(kernel: RunKernel, modules: Sequence[str], later: Sequence[str] = ()) -> None:
-    """Queue more imports before the first stage (the contestant's SDK, once the parameters
-    say which), and more in the background (the judges' SDKs)."""
-    _send(kernel, f"__import__('evalnb.kernels').kernels.load({list(modules)!r}, {list(later)!r})")
+def also_import(kernel: RunKernel, modules: Sequence[str]) -> None:
+    """Queue more imports before the first stage (the endpoints' SDKs, once the parameters
+    say which)."""
+    _send(kernel, f"[__import__('importlib').import_module(m) for m in {list(modules)!r}]")
 
 
 def fresh_namespace(kernel: RunKernel, cwd: Path) -> None:
@@ -201,33 +200,50 @@ def warm_up(first: Sequence[str], later: Sequence[str]) -> None:
     load(first, later)
 
 
+_later: list[threading.Thread] = []   # this kernel's background import, while it may run
+
+
 def load(now: Sequence[str], later: Sequence[str]) -> None:
-    """In the kernel: import ``now``; import ``later`` on a daemon thread once the first stage's
-    calls are under way (or after ``LATER_AFTER`` seconds), so that it slows neither the
-    first request nor, much, the calls (a stage importing one meanwhile waits on its lock). With ``evalnb.figures``,
-    matplotlib's fonts and renderers are loaded too, by a throwaway drawing."""
+    """In the kernel: import ``now``; import ``later`` on a daemon thread once a stage has its
+    first reply, so that it slows neither the first request nor, much, the calls. With
+    ``evalnb.figures``, matplotlib's fonts and renderers are loaded too, by a throwaway drawing.
+
+    Two threads importing at once can leave a package half-initialised (Python breaks an import
+    deadlock that way), so the background import runs only while calls run, when nothing else
+    imports (the SDK made its first-use imports before the first reply), and is over before
+    the next stage starts: :func:`reset_in_kernel` waits for it. If no stage ever has a reply
+    (a resumed run with nothing left to call), it never runs, and the report imports what it
+    needs itself."""
     for module in now:
         importlib.import_module(module)
+    if not later:
+        return
 
     def load_later() -> None:
-        from evalnb.runner import CALLS_UNDER_WAY
-        CALLS_UNDER_WAY.wait(LATER_AFTER)
+        from evalnb.runner import FIRST_REPLY
+
+        FIRST_REPLY.wait()
         for module in later:
             importlib.import_module(module)
         if "evalnb.figures" in later:
             from evalnb.figures import prepare_drawing
             prepare_drawing()
 
-    if later:
-        threading.Thread(target=load_later, name="evalnb-warm-up", daemon=True).start()
+    _later.append(threading.Thread(target=load_later, name="evalnb-warm-up", daemon=True))
+    _later[-1].start()
 
 
 def reset_in_kernel(cwd: str) -> None:
-    """In the kernel: an empty namespace, no output history, cells counted from 1, in ``cwd``."""
+    """In the kernel, between stages: the background import over if it has begun, then an
+    empty namespace, no output history, cells counted from 1, in ``cwd``."""
     from IPython import get_ipython
+
+    from evalnb.runner import FIRST_REPLY
 
     shell = get_ipython()
     if shell is None:
         raise RuntimeError("not in an IPython kernel")
+    if _later and FIRST_REPLY.is_set():   # begun (no call runs now, so none can begin it)
+        _later.pop().join()
     os.chdir(cwd)
     shell.reset(new_session=True)

@@ -33,10 +33,11 @@ from evalnb.types import Call as Call, Prepared as Prepared, Record as Record
 from evalnb.types import answer_fields as answer_fields
 
 T = TypeVar("T")
-# Set once a stage has sent its first request: from then on the process mostly waits on the
-# network, and work deferred until then (a warm kernel's background imports) costs the
-# first request nothing.
-CALLS_UNDER_WAY = threading.Event()
+# Set once a stage has stored its first reply: from then on the process mostly waits on the
+# network and imports nothing more (the SDK has made its first-use imports), so work deferred
+# until then (imports ahead of a later need) costs the first request nothing and cannot race
+# an import of the calls' own.
+FIRST_REPLY = threading.Event()
 
 
 def completion_fields(completion: Completion) -> dict[str, Any]:
@@ -72,7 +73,6 @@ async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
     if provider is None:
         raise RuntimeError(f"{call.key}: needs a model call but no endpoint {call.endpoint!r} is configured")
     started = time.time()
-    CALLS_UNDER_WAY.set()
     outcome = await call_with_retries(provider, prepared.request, policy, rng)
     record.update(attempts=outcome.attempts, waits=[round(w, 3) for w in outcome.waits],
                   started_at=started, elapsed_s=round(time.time() - started, 3))
@@ -115,6 +115,7 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
                     return
                 record = await _run_one(queue.popleft(), provider, policy, rng)
             store.append(record)
+            FIRST_REPLY.set()
             statuses[record["status"]] += 1
             bar.update()
 

@@ -55,13 +55,26 @@ def test_a_reset_kernel_is_a_new_kernel_with_its_imports_kept(tmp_path: Path) ->
     second.mkdir()
     kernel = start_run_kernel(tmp_path)
     try:
-        also_import(kernel, ["json"], later=["evalnb.providers.offline"])
+        also_import(kernel, ["evalnb.providers.offline"])
         fresh_namespace(kernel, first)
+        # No stage has had a reply, so the report's background import has not begun: nothing
+        # imports behind a stage's back (two threads importing at once can leave a package
+        # half-initialised).
+        waiting = execute(kernel, "import sys, threading; ('evalnb.figures' in sys.modules, "
+                                  "'evalnb-warm-up' in [t.name for t in threading.enumerate()])")
+        assert ast.literal_eval(waiting["result"]) == (False, True)
         assert execute(kernel, "marker = 41; marker + 1")["result"] == "42"
-        again = execute(kernel, "import os, sys; (os.getcwd(), 'evalnb.pipeline' in sys.modules, 'pandas' in sys.modules)")
-        assert again["execution_count"] == 2
-        assert ast.literal_eval(again["result"]) == (str(first), True, True)
+        again = execute(kernel, "import os, sys; (os.getcwd(), 'evalnb.pipeline' in sys.modules, "
+                                "'pandas' in sys.modules, 'evalnb.providers.offline' in sys.modules)")
+        assert again["execution_count"] == 3
+        assert ast.literal_eval(again["result"]) == (str(first), True, True, True)
 
+        # A stage's first reply starts it; the next reset returns only once it is over.
+        execute(kernel, "__import__('evalnb.runner').runner.FIRST_REPLY.set()")
+        fresh_namespace(kernel, second)
+        done = execute(kernel, "('evalnb.figures' in __import__('sys').modules, "
+                               "'evalnb-warm-up' in [t.name for t in __import__('threading').enumerate()])")
+        assert ast.literal_eval(done["result"]) == (True, False)
         fresh_namespace(kernel, second)
         after = execute(kernel, "'marker' in globals(), 'Out' in globals() and len(Out), __import__('os').getcwd()")
         # Cells counted from 1 again; nothing an earlier stage bound, not even its outputs.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:   # config imports the retry policy, which imports providers.base
     from evalnb.config import EndpointConfig
@@ -24,28 +24,37 @@ def modules_for(endpoints: Iterable[EndpointConfig]) -> list[str]:
 
 
 def prefetch(endpoints: Iterable[EndpointConfig]) -> None:
-    """Import the SDKs these endpoints need in a background thread, so that the first call of
-    a stage does not wait for them (a stage importing one meanwhile waits on its lock); then,
-    once calls are under way, pandas (the stages return their tables as DataFrames), which
-    would otherwise delay the first request by as long again as it takes to import."""
+    """Import the SDKs these endpoints need on a background thread while the run is checked,
+    so that the first call of a stage does not wait for them; then, once the first reply is
+    stored, pandas (the stages return their tables as DataFrames), which would otherwise delay
+    the first request by as long again. A client is made only once the SDKs are in
+    (:func:`make_provider` waits): two threads importing one package at once can leave it
+    half-initialised (Python breaks an import deadlock that way)."""
     import importlib
     import threading
 
+    global _sdks_in
     sdks = [m for m in modules_for(endpoints) if m not in sys.modules]
+    if not sdks and "pandas" in sys.modules:
+        return
+    ready = _sdks_in = threading.Event()
 
     def load() -> None:
-        from evalnb.runner import CALLS_UNDER_WAY
+        from evalnb.runner import FIRST_REPLY
 
-        for module in sdks:
-            importlib.import_module(module)
-        CALLS_UNDER_WAY.wait(PANDAS_AFTER)
-        importlib.import_module("pandas")
+        try:
+            for module in sdks:
+                importlib.import_module(module)
+        finally:
+            ready.set()
+        if FIRST_REPLY.wait(PANDAS_AFTER):
+            importlib.import_module("pandas")
 
-    if sdks or "pandas" not in sys.modules:
-        threading.Thread(target=load, name="evalnb-prefetch", daemon=True).start()
+    threading.Thread(target=load, name="evalnb-prefetch", daemon=True).start()
 
 
-PANDAS_AFTER = 30.0   # seconds the prefetch waits at most for the first call before pandas
+PANDAS_AFTER = 60.0   # seconds the prefetch waits at most for a first reply before giving up on pandas
+_sdks_in: Any = None   # threading.Event of the latest prefetch: set once its SDK imports are done
 
 
 def make_provider(endpoint: EndpointConfig) -> Provider | None:
@@ -59,6 +68,8 @@ def make_provider(endpoint: EndpointConfig) -> Provider | None:
 
 def _client_for(endpoint: EndpointConfig) -> Provider | None:
     """SDKs are imported only when a run uses them; ``provider: none`` has no client."""
+    if _sdks_in is not None:
+        _sdks_in.wait()   # a prefetch is importing them: never import one from two threads
     concurrency = endpoint.concurrency or 1
     e = endpoint
     if endpoint.provider == "openai":
