@@ -16,6 +16,7 @@ with evalnb (see :mod:`evalnb.lock`).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import shutil
@@ -146,6 +147,7 @@ async def _connected(client: Any) -> None:
     raise RuntimeError(f"the run's kernel did not answer within {REPLY_TIMEOUT:g} s")
 
 
+@functools.cache   # once per process
 def _register_engine() -> None:
     from papermill.clientwrap import PapermillNotebookClient
     from papermill.engines import NBClientEngine, papermill_engines
