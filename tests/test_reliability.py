@@ -300,6 +300,27 @@ def test_killing_evalnb_stops_its_kernel_before_it_writes_again(tmp_path: Path) 
         assert run_cli("run", str(path)).returncode == 0
 
 
+def test_a_kernel_that_dies_mid_stage_ends_the_run_with_its_cause_and_resumes(tmp_path: Path) -> None:
+    """The run's one kernel killed while calls are in flight (an OOM kill, say): evalnb says so,
+    exits 1 with the record named, and the same command resumes to a complete run."""
+    with FakeLLMServer() as server:
+        server.responder = lambda request: Hang(3)   # calls stay in flight
+        params = openai_params(tmp_path, server.url)
+        path = write_params(tmp_path, params)
+        run_dir = Path(params["output_dir"])
+        process = subprocess.Popen([sys.executable, "-m", "evalnb.cli", "run", str(path)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        kernel_lock = run_dir / ".evalnb.kernel.lock"
+        wait_for(lambda: kernel_lock.exists() and kernel_lock.read_text().strip() != "" and server.count() > 0, 120)
+        os.kill(json.loads(kernel_lock.read_text())["pid"], signal.SIGKILL)
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 1
+        assert "generate stage did not finish: DeadKernelError" in err and "01_generate.ipynb" in err
+        server.responder = deterministic_responder
+        assert run_cli("run", str(path)).returncode == 0
+        assert json.loads((run_dir / "status.json").read_text())["state"] == "complete"
+
+
 # --- secrets by value ---------------------------------------------------------------------------
 
 def test_a_key_of_an_unusual_shape_echoed_in_an_error_is_absent_from_every_file(tmp_path: Path) -> None:
