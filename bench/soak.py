@@ -188,15 +188,23 @@ def run_until_complete(params: Path, log: Path, label: str) -> list[int]:
 # --- orphan kernels ----------------------------------------------------------------------------
 
 def processes_in(directory: Path) -> list[int]:
-    """Live processes whose working directory is ``directory``: a run's stage kernel works in
-    its run directory (so does evalnb while papermill runs a stage, but it is dead and reaped
-    by the time this is asked), in a session of its own that a killpg of evalnb misses."""
+    """Live processes of a run: working in its run directory, or carrying the lock token its
+    killed evalnb wrote there (evalnb hands it to its kernel, which moves to the run
+    directory only at its first stage). A run's kernel lives in a session of its own that a
+    killpg of evalnb misses; evalnb itself is dead and reaped by the time this is asked."""
+    try:
+        token = json.loads((directory / ".evalnb.lock").read_text()).get("token")
+    except (OSError, ValueError):
+        token = None
+    marker = f"EVALNB_RUN_LOCK_TOKEN={token}\0".encode() if token else None
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if os.readlink(entry / "cwd") != str(directory):
+            ours = os.readlink(entry / "cwd") == str(directory) or (
+                marker is not None and marker in (entry / "environ").read_bytes())
+            if not ours:
                 continue
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:   # gone, or not ours to look at
