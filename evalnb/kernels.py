@@ -69,7 +69,7 @@ def start_run_kernel(cwd: Path) -> RunKernel:
 def also_import(kernel: RunKernel, modules: Sequence[str]) -> None:
     """Queue more imports before the first stage (the endpoints' SDKs, once the parameters
     say which)."""
-    _send(kernel, f"[__import__('importlib').import_module(m) for m in {list(modules)!r}]")
+    _send(kernel, f"__import__('evalnb.kernels').kernels.load({list(modules)!r}, [])")
 
 
 def fresh_namespace(kernel: RunKernel, cwd: Path) -> None:

@@ -115,7 +115,8 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
                     return
                 record = await _run_one(queue.popleft(), provider, policy, rng)
             store.append(record)
-            FIRST_REPLY.set()
+            if not FIRST_REPLY.is_set():   # set() takes a lock: once, not per call
+                FIRST_REPLY.set()
             statuses[record["status"]] += 1
             bar.update()
 

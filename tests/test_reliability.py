@@ -278,20 +278,29 @@ def alive(pid: int) -> bool:
         return False
 
 
+def run_with_calls_in_flight(tmp_path: Path, server: FakeLLMServer
+                             ) -> tuple[subprocess.Popen[str], Path, Path, int]:
+    """``evalnb run`` in a subprocess, once its kernel has calls hanging at the server: the
+    process (stderr piped), the parameters file, the run directory and the kernel's pid."""
+    server.responder = lambda request: Hang(3)   # calls stay in flight
+    params = openai_params(tmp_path, server.url)
+    path = write_params(tmp_path, params)
+    run_dir = Path(params["output_dir"])
+    process = subprocess.Popen([sys.executable, "-m", "evalnb.cli", "run", str(path)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    kernel_lock = run_dir / ".evalnb.kernel.lock"
+    wait_for(lambda: kernel_lock.exists() and kernel_lock.read_text().strip() != "" and server.count() > 0, 120)
+    return process, path, run_dir, json.loads(kernel_lock.read_text())["pid"]
+
+
 def test_killing_evalnb_stops_its_kernel_before_it_writes_again(tmp_path: Path) -> None:
     with FakeLLMServer() as server:
-        server.responder = lambda request: Hang(3)   # calls stay in flight
-        params = openai_params(tmp_path, server.url)
-        path = write_params(tmp_path, params)
-        run_dir = Path(params["output_dir"])
-        process = subprocess.Popen([sys.executable, "-m", "evalnb.cli", "run", str(path)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        kernel_lock = run_dir / ".evalnb.kernel.lock"
-        wait_for(lambda: kernel_lock.exists() and kernel_lock.read_text().strip() != "" and server.count() > 0, 120)
-        kernel = json.loads(kernel_lock.read_text())["pid"]
+        process, path, run_dir, kernel = run_with_calls_in_flight(tmp_path, server)
         assert kernel != process.pid and alive(kernel)
         process.send_signal(signal.SIGKILL)   # evalnb alone: the kernel is in its own session
         process.wait()
+        assert process.stderr is not None
+        process.stderr.close()   # not read: the kernel, if alive, would hold it open
         wait_for(lambda: not alive(kernel), 5)
         time.sleep(4)   # past the point where the hung calls would have answered
         assert not (run_dir / "generate.jsonl").exists() or not (run_dir / "generate.jsonl").read_text()
@@ -304,15 +313,8 @@ def test_a_kernel_that_dies_mid_stage_ends_the_run_with_its_cause_and_resumes(tm
     """The run's one kernel killed while calls are in flight (an OOM kill, say): evalnb says so,
     exits 1 with the record named, and the same command resumes to a complete run."""
     with FakeLLMServer() as server:
-        server.responder = lambda request: Hang(3)   # calls stay in flight
-        params = openai_params(tmp_path, server.url)
-        path = write_params(tmp_path, params)
-        run_dir = Path(params["output_dir"])
-        process = subprocess.Popen([sys.executable, "-m", "evalnb.cli", "run", str(path)],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        kernel_lock = run_dir / ".evalnb.kernel.lock"
-        wait_for(lambda: kernel_lock.exists() and kernel_lock.read_text().strip() != "" and server.count() > 0, 120)
-        os.kill(json.loads(kernel_lock.read_text())["pid"], signal.SIGKILL)
+        process, path, run_dir, kernel = run_with_calls_in_flight(tmp_path, server)
+        os.kill(kernel, signal.SIGKILL)
         _, err = process.communicate(timeout=120)
         assert process.returncode == 1
         assert "generate stage did not finish: DeadKernelError" in err and "01_generate.ipynb" in err
