@@ -11,7 +11,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("_evalnb_project", ROOT / "evalnb" / "project.py")
+_spec = importlib.util.spec_from_file_location("_evalnb_project", ROOT / "evalnb" / "app" / "project.py")
 assert _spec is not None and _spec.loader is not None
 project = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(project)

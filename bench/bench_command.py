@@ -160,8 +160,8 @@ def inproc_worker(spec: dict[str, Any]) -> None:
     marks = [("worker started", time.time())]
     import evalnb
 
-    open_run = evalnb.open_run   # imports evalnb.pipeline
-    marks.append(("import evalnb.pipeline", time.time()))
+    open_run = evalnb.open_run   # imports evalnb.stages.pipeline
+    marks.append(("import evalnb.stages.pipeline", time.time()))
     run = open_run(spec["params"])
     marks.append(("open_run", time.time()))
     for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
@@ -452,7 +452,7 @@ def median(reps: list[dict[str, Any]]) -> dict[str, Any]:
 def pacing(args: Any, tmp: Path, log: Path) -> dict[str, Any]:
     """`evalnb run` against a server enforcing input tokens per window, with the matching
     rate_limit and without one."""
-    from evalnb.pacing import RateLimit, minimum_seconds
+    from evalnb.providers.pacing import RateLimit, minimum_seconds
 
     budget, window, C = args.pacing_budget, args.pacing_window, 16
     work = sized_workload(tmp / "workload-pacing", [args.pacing_doc_chars] * args.pacing_tasks, args.seed)
@@ -501,7 +501,7 @@ def pacing(args: Any, tmp: Path, log: Path) -> dict[str, Any]:
 
 
 def startup(args: Any) -> dict[str, Any]:
-    """``import evalnb`` (-X importtime, cumulative), the same for evalnb.pipeline (what open_run
+    """``import evalnb`` (-X importtime, cumulative), the same for evalnb.stages.pipeline (what open_run
     imports) and openai (what generate imports), and the wall time of ``evalnb --help`` and of a bare ``python -c pass``."""
     py = str(REPO / ".venv" / "bin" / "python")
 
@@ -530,7 +530,7 @@ def startup(args: Any) -> dict[str, Any]:
 
     n = max(3, args.repeat)
     out: dict[str, Any] = {}
-    for module in ("evalnb", "evalnb.pipeline", "openai"):
+    for module in ("evalnb", "evalnb.stages.pipeline", "openai"):
         runs = [importtime(module) for _ in range(n)]
         out[f"import {module} s"] = round(statistics.median(r[0] for r in runs), 3)
         out[f"import {module} largest"] = [f"{name} {s:.3f}" for s, name in runs[-1][1]]
@@ -629,7 +629,7 @@ def report(res: dict[str, Any], args: Any) -> list[str]:
     for r in rows:
         if r["client"] == "inproc" and "phases" in r:
             ph = r["phases"]
-            after_open = (r["first_request_s"] - ph["import evalnb.pipeline"]) if r["first_request_s"] else None
+            after_open = (r["first_request_s"] - ph["import evalnb.stages.pipeline"]) if r["first_request_s"] else None
             print(f"evalnb in-process C={r['concurrency']}{' big docs' if r['big'] else ''} (s after launch): "
                   + ", ".join(f"{k} {v:.2f}" for k, v in ph.items())
                   + f"; first request {fmt(after_open)} s after open_run() was called")
@@ -645,7 +645,7 @@ def report(res: dict[str, Any], args: Any) -> list[str]:
             print(f"| {name} | {r['exit']} | {r['http_429']} | {r['generate_span_s']:.1f} | {r['quota_minimum_s']:.1f}"
                   f" | {fmt(r['span_over_minimum'])} | {r['window_minimum_s']:.1f} | {r['wall_s']:.1f} | "
                   f"{r['generate_tokens_server']:,} | {r['fullest_window_tokens']:,} |")
-        print("quota-bound minimum = evalnb.pacing.minimum_seconds(server-counted tokens) + latency; whole-window "
+        print("quota-bound minimum = evalnb.providers.pacing.minimum_seconds(server-counted tokens) + latency; whole-window "
               "minimum = (ceil(tokens / budget) - 1) x window + latency, what a sliding window allows at best; "
               "generate statuses: " + f"paced {p['generate_statuses']}, unpaced {u['generate_statuses']}")
         target("paced run: no 429", p["http_429"] == 0)
@@ -654,8 +654,8 @@ def report(res: dict[str, Any], args: Any) -> list[str]:
                p["span_over_minimum"] is not None and p["span_over_minimum"] <= TARGET_PACED_OVER_MIN)
     if "startup" in res:
         s = res["startup"]
-        print(f"\nimport evalnb {s['import evalnb s']:.3f} s (-X importtime, cumulative); import evalnb.pipeline "
-              f"{s['import evalnb.pipeline s']:.3f} s (largest: {', '.join(s['import evalnb.pipeline largest'][:4])}); import "
+        print(f"\nimport evalnb {s['import evalnb s']:.3f} s (-X importtime, cumulative); import evalnb.stages.pipeline "
+              f"{s['import evalnb.stages.pipeline s']:.3f} s (largest: {', '.join(s['import evalnb.stages.pipeline largest'][:4])}); import "
               f"openai {s['import openai s']:.3f} s (the SDK, imported by the first call's client); "
               f"evalnb --help {s['evalnb --help s']:.2f} s wall; python -c pass {s['python -c pass s']:.2f} s")
         target(f"import evalnb {s['import evalnb s']:.3f} s <= {TARGET_IMPORT_S}", s["import evalnb s"] <= TARGET_IMPORT_S)

@@ -15,15 +15,15 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _EXPORTS = {
-    **dict.fromkeys(("Run", "open_run", "generate", "judge", "aggregate"), "evalnb.pipeline"),
+    **dict.fromkeys(("Run", "open_run", "generate", "judge", "aggregate"), "evalnb.stages.pipeline"),
     **dict.fromkeys(("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
-                     "breakdown", "benchmark_figure", "benchmark_tables", "tasks"), "evalnb.report"),
+                     "breakdown", "benchmark_figure", "benchmark_tables", "tasks"), "evalnb.stages.report"),
     **dict.fromkeys(("open_compare", "leaderboard", "leaderboard_figure", "paired_differences", "repeats_table",
-                     "save_compare"), "evalnb.compare"),
+                     "save_compare"), "evalnb.stages.compare"),
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
-                     "benchmark_compare_figure"), "evalnb.agreement"),
-    "show": "evalnb.evidence",
-    "batches_table": "evalnb.batch.report",
+                     "benchmark_compare_figure"), "evalnb.stages.agreement"),
+    "show": "evalnb.stages.evidence",
+    "batches_table": "evalnb.execution.batch.report",
 }
 __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "status_breakdown",
            "score_histogram", "judge_distributions", "usage_table", "breakdown",
@@ -33,14 +33,14 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
            "batches_table"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
-    from evalnb.batch.report import batches_table
-    from evalnb.agreement import (benchmark_analysis, benchmark_compare_figure, disagreements, judge_agreement,
+    from evalnb.execution.batch.report import batches_table
+    from evalnb.stages.agreement import (benchmark_analysis, benchmark_compare_figure, disagreements, judge_agreement,
                                   judge_means)
-    from evalnb.compare import (leaderboard, leaderboard_figure, open_compare, paired_differences,
+    from evalnb.stages.compare import (leaderboard, leaderboard_figure, open_compare, paired_differences,
                                 repeats_table, save_compare)
-    from evalnb.pipeline import Run, aggregate, generate, judge, open_run
-    from evalnb.evidence import show
-    from evalnb.report import (benchmark_figure, benchmark_tables, breakdown, headline, judge_distributions,
+    from evalnb.stages.pipeline import Run, aggregate, generate, judge, open_run
+    from evalnb.stages.evidence import show
+    from evalnb.stages.report import (benchmark_figure, benchmark_tables, breakdown, headline, judge_distributions,
                                score_histogram, status_breakdown, tasks, usage_table)
 
 

@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from evalnb.errors import ConfigError
-from evalnb.types import RetryPolicy
-from evalnb.redaction import SECRET_NAME, SECRET_VALUE
+from evalnb.core.errors import ConfigError
+from evalnb.core.types import RetryPolicy
+from evalnb.core.redaction import SECRET_NAME, SECRET_VALUE
 
 PROVIDERS = ("openai", "anthropic", "gemini", "command", "offline", "none")
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
@@ -53,7 +53,7 @@ class EndpointConfig:
     env: list[str] | None = None       # command provider: variables passed on besides the basics
     rate_limit: dict[str, float] | None = None   # {requests,input_tokens,output_tokens}_per_minute
     approximation: bool = False        # a stand-in, not a model (e.g. an example rater): label outputs
-    mode: str = "live"                 # live, or batch: through the provider's batch API (evalnb.batch)
+    mode: str = "live"                 # live, or batch: through the provider's batch API (evalnb.execution.batch)
     batch: dict[str, Any] | None = None   # batch mode options: resend, max_requests, max_bytes
     role: str = "model"                # where it sits in the parameters, for messages
 
@@ -271,7 +271,7 @@ def _check_types(e: EndpointConfig, role: str) -> None:
             raise bad(key, "a string")
     if e.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", e.api_key_env):
         raise bad("api_key_env", "the NAME of an environment variable (never the key itself)")
-    from evalnb.batch import check_endpoint
+    from evalnb.execution.batch import check_endpoint
     check_endpoint(e.mode, e.batch, e.provider, role)
 
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 import evalnb
-from evalnb.batch import WAIT_ENV, batch_price
-from evalnb.batch.engine import CRASH_ENV
-from evalnb.cli import main
-from evalnb.errors import ConfigError
+from evalnb.execution.batch import WAIT_ENV, batch_price
+from evalnb.execution.batch.engine import CRASH_ENV
+from evalnb.app.main import main
+from evalnb.core.errors import ConfigError
 from tests.conftest import FAST_RETRY, ROOT, deterministic_responder, openai_params
 from tests.fakebatch import FakeBatches
 from tests.fakeserver import Empty, Error, FakeLLMServer, RecordedRequest, Refusal, Text, WrongShape
@@ -115,7 +115,7 @@ def records(run_dir: Path, name: str) -> dict[str, dict[str, Any]]:
 
 
 def journal(run_dir: Path) -> list[dict[str, Any]]:
-    from evalnb.batch.journal import read_only
+    from evalnb.execution.batch.journal import read_only
     return read_only(run_dir)
 
 
@@ -528,8 +528,8 @@ def test_gemini_batches_too_large_to_send_inline_go_as_a_file(server: FakeLLMSer
 
 
 def test_limits_are_data_with_their_sources() -> None:
-    from evalnb.batch import limits
-    table = json.loads((ROOT / "evalnb" / "batch_limits.json").read_text())
+    from evalnb.execution.batch import limits
+    table = json.loads((ROOT / "evalnb" / "execution" / "batch" / "limits.json").read_text())
     for provider in PROVIDERS:
         assert table[provider]["source"] and limits(provider).max_requests == table[provider]["max_requests"]
         assert limits(provider).max_bytes <= table[provider]["max_bytes"]
@@ -570,8 +570,8 @@ def test_estimate_shows_live_and_batch_cost_side_by_side(tmp_path: Path, capsys:
     assert main(["estimate", str(tmp_path / "p.json")]) == 0
     out = capsys.readouterr().out
     assert "max_total_cost_batch_usd" in out and "50% of the live price" in out
-    from evalnb.accounting import estimate
-    from evalnb.pipeline import load_config, make_benchmark
+    from evalnb.stages.accounting import estimate
+    from evalnb.stages.pipeline import load_config, make_benchmark
     config, bench_class = load_config(tmp_path / "p.json")
     bench = make_benchmark(config, bench_class)
     rows = {(r["stage"], r["model"]): r for r in estimate(config, bench, bench.tasks, config.output_dir)}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evalnb.caps import Caps, cap_kind, caps_for, route_for, unlisted_warning
+from evalnb.benchmarks.wildtrace.caps import Caps, cap_kind, caps_for, route_for, unlisted_warning
 
 # Transcribed by hand from the WildTrace protocol's §3 table.
 SPEC_TABLE = {

@@ -12,11 +12,11 @@ import pytest
 from scipy import stats as scipy_stats
 
 import evalnb
-from evalnb.agreement import judge_agreement
-from evalnb.benchmarks.wildtrace import rubric_items
-from evalnb.cli import main
-from evalnb.compare import leaderboard, open_compare, paired_differences
-from evalnb.errors import ConfigError, FingerprintMismatch
+from evalnb.stages.agreement import judge_agreement
+from evalnb.benchmarks.wildtrace.protocol import rubric_items
+from evalnb.app.main import main
+from evalnb.stages.compare import leaderboard, open_compare, paired_differences
+from evalnb.core.errors import ConfigError, FingerprintMismatch
 from tests.conftest import SAMPLE, offline_params, sample_tasks
 
 PARTS = ("prompts", "caps_table", "judge_panel", "aggregation", "retry", "tasks")
@@ -60,7 +60,7 @@ def test_refuses_real_runs_with_a_different_prompt(tmp_path: Path, monkeypatch: 
     run = evalnb.open_run(first)
     for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
         stage(run)
-    from evalnb import prompts
+    from evalnb.core import prompts
     monkeypatch.setattr(prompts, "WILDTRACE_ANSWER_PROMPT", prompts.WILDTRACE_ANSWER_PROMPT.replace("ONLY", "only"))
     second = evalnb.open_run(offline_params(tmp_path / "b") | {"model": first["model"] | {"name": "lead-3"}})
     for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):

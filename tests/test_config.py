@@ -9,7 +9,7 @@ import pytest
 
 import evalnb
 from evalnb.config import apply_sets, find_secrets
-from evalnb.errors import ConfigError
+from evalnb.core.errors import ConfigError
 from tests.conftest import offline_params
 
 
@@ -88,7 +88,7 @@ def test_missing_key_variable_is_a_config_error(tmp_path: Path, monkeypatch: pyt
 
 def test_cli_checks_key_variables_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    from evalnb.cli import main
+    from evalnb.app.main import main
     monkeypatch.delenv("EVALNB_TEST_UNSET_KEY", raising=False)
     params = offline_params(tmp_path)
     params["judges"][1] = {"provider": "openai", "name": "j", "api_key_env": "EVALNB_TEST_UNSET_KEY"}

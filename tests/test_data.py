@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import evalnb
-from evalnb.benchmarks.wildtrace import read_tasks
-from evalnb.cli import main
-from evalnb.errors import DataError
+from evalnb.benchmarks.wildtrace.protocol import read_tasks
+from evalnb.app.main import main
+from evalnb.core.errors import DataError
 from tests.conftest import SAMPLE, offline_params, sample_tasks
 
 
@@ -108,6 +108,6 @@ def test_corpus_file_may_not_escape_the_corpus(tmp_path: Path) -> None:
 
 def test_documents_are_decoded_exactly(tmp_path: Path) -> None:
     # \r\n must count as two characters: the file's text, not a newline-translated copy.
-    from evalnb.data import Corpus
+    from evalnb.core.data import Corpus
     (tmp_path / "d.txt").write_bytes("a\r\nb\u00e9".encode())
     assert Corpus(tmp_path).read("d.txt") == "a\r\nb\u00e9"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import evalnb
-from evalnb.errors import ConfigError
+from evalnb.core.errors import ConfigError
 from tests.fakeserver import FakeLLMServer, Text
 from tests.test_geoexpertqueries import DATA, PROMPTS, server_judge
 

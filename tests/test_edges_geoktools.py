@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import evalnb
-from evalnb.benchmarks.geoktools import rouge_blind_table
-from evalnb.errors import ConfigError, DataError
-from evalnb.structured_answers import deterministic_score, exact_match
+from evalnb.benchmarks.geoktools.protocol import rouge_blind_table
+from evalnb.core.errors import ConfigError, DataError
+from evalnb.benchmarks.geoktools.scoring import deterministic_score, exact_match
 from tests.fakeserver import FakeLLMServer, Text
 from tests.test_geoktools import params, run_all, write_cases
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import evalnb
-from evalnb.errors import ConfigError
+from evalnb.core.errors import ConfigError
 from tests.conftest import offline_params
 from tests.test_geoexpertqueries import DATA as GEQ_DATA
 from tests.test_geoktools import DATA as GK_DATA
@@ -156,7 +156,7 @@ def test_wildtrace_without_judges_names_the_parameters_file(tmp_path: Path) -> N
 
 
 def test_a_judge_reply_with_a_huge_integer_is_not_json_rather_than_a_crash() -> None:
-    from evalnb.judging import embedded_json
+    from evalnb.core.replies import embedded_json
     huge = "9" * 5000
     assert embedded_json(f'{{"total": {huge}}} then {{"total": 40}}', "{") == [{"total": 40}]
     assert embedded_json("[" * 100_000 + "]" * 100_000 + ' {"total": 1}', "{") == [{"total": 1}]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evalnb import probe
-from evalnb.pipeline import load_config
+from evalnb.stages import probe
+from evalnb.stages.pipeline import load_config
 from evalnb.providers.base import ChatRequest, Completion, ProviderError
 from tests.conftest import offline_params
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import evalnb
-from evalnb.cli import main
-from evalnb.evidence import TASKS_PAGE, evidence_html, load_evidence, tasks_view
-from evalnb.types import Fact, ItemEvidence, Passage, Table
+from evalnb.app.main import main
+from evalnb.stages.evidence import TASKS_PAGE, evidence_html, load_evidence, tasks_view
+from evalnb.core.types import Fact, ItemEvidence, Passage, Table
 from tests.conftest import deterministic_responder, judge_total_for, openai_params, sample_tasks
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text
 from tests.test_geoexpertqueries import DATA as GEQ
@@ -144,7 +144,7 @@ def test_geoktools_item_evidence_names_each_elements_rule(tmp_path: Path, capsys
     in_every_view(run.dir, item, ['Thinking... [105, 300, "Nile river"]', "1 - relative error", "within 10%"], capsys)
     # The report declares the ROUGE-blind table without naming the benchmark.
     tables = evalnb.open_run(p)
-    from evalnb.report import benchmark_tables
+    from evalnb.stages.report import benchmark_tables
     rendered = benchmark_tables(tables)._repr_html_()
     tables.close()
     assert "北京" in rendered and "reading 23" in rendered
@@ -209,7 +209,7 @@ def test_notebook_tasks_section_lists_every_item_and_shows_the_extremes(tmp_path
     assert "<script" not in page                          # static HTML: survives into the HTML record
     for item in view.items:
         assert f"<td>{html.escape(item.item_id)}</td>" in page
-    from evalnb.evidence import lowest_scoring, most_disagreed
+    from evalnb.stages.evidence import lowest_scoring, most_disagreed
     low, spread = lowest_scoring(view.items), most_disagreed(view.items)
     assert len(low) == 5 and len(spread) == 5
     assert [i.score for i in low] == sorted(i.score for i in view.items if i.score is not None)[:5]

@@ -19,7 +19,7 @@ import pytest
 from evalnb.config import EndpointConfig
 from evalnb.providers import make_provider
 from evalnb.providers.base import CONTEXT_LENGTH_HINT, ChatRequest
-from evalnb.retry import Outcome, RetryPolicy, call_with_retries
+from evalnb.providers.retry import Outcome, RetryPolicy, call_with_retries
 from tests.fakeserver import FAULT_KINDS, Error, FakeLLMServer, Reply, Text, WrongShape, fault_reply
 
 SDKS = ("openai", "anthropic", "gemini")

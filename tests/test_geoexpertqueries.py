@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 
 import evalnb
-from evalnb.benchmarks import geoexpertqueries as geq
-from evalnb.cli import main
-from evalnb.errors import DataError
-from evalnb.judging import JudgeReplyError, parse_rating
-from evalnb.trajectories import clip, condense, from_openai_messages, read_traces
-from evalnb.data import Where
+from evalnb.benchmarks.geoexpertqueries import protocol as geq
+from evalnb.app.main import main
+from evalnb.core.errors import DataError
+from evalnb.core.replies import JudgeReplyError, parse_rating
+from evalnb.benchmarks.geoexpertqueries.trajectories import clip, condense, from_openai_messages, read_traces
+from evalnb.core.data import Where
 from tests.conftest import ROOT
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text
 
 DATA = ROOT / "evalnb" / "data" / "geoexpertqueries"
-PROMPTS = ROOT / "evalnb" / "prompts"
+PROMPTS = ROOT / "evalnb" / "benchmarks" / "geoexpertqueries" / "prompts"
 
 TRACE = {"id": "q1", "steps": [
     {"type": "message", "role": "assistant", "content": "Looking it up."},

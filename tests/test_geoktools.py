@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import evalnb
-from evalnb.cli import main
-from evalnb.errors import DataError
+from evalnb.app.main import main
+from evalnb.core.errors import DataError
 from tests.conftest import ROOT
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text
 
@@ -202,7 +202,7 @@ def test_without_predictions_the_model_answers_each_query(server: FakeLLMServer,
 
 
 def test_compare_leaderboard_by_k_with_intervals(tmp_path: Path) -> None:
-    from evalnb.compare import leaderboard, open_compare
+    from evalnb.stages.compare import leaderboard, open_compare
     first = params(tmp_path / "a")
     run_all(first)
     (tmp_path / "b").mkdir()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evalnb.judging import JudgeReplyError, normalise, panel_mean, parse_total
+from evalnb.core.replies import JudgeReplyError, normalise, panel_mean, parse_total
 
 
 @pytest.mark.parametrize("reply, total", [

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from evalnb.cli import STAGES, main, notebook_for
+from evalnb.app.main import STAGES, main, notebook_for
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -47,7 +47,7 @@ def test_init_notebooks_run_as_they_are(tmp_path: Path, monkeypatch: pytest.Monk
     and a non-inline backend inherited from the environment."""
     import papermill
 
-    from evalnb.pipeline import aggregate, generate, judge, open_run
+    from evalnb.stages.pipeline import aggregate, generate, judge, open_run
 
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.chdir(tmp_path)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import evalnb
-from evalnb.probe import probe_window
+from evalnb.stages.probe import probe_window
 from tests.conftest import SAMPLE
 
 URL = os.environ.get("LOCAL_LLM_URL")

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from evalnb.cli import COMPARE_NOTEBOOK, STAGES, main, notebook_for
+from evalnb.app.main import COMPARE_NOTEBOOK, STAGES, main, notebook_for
 from tests.conftest import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -91,7 +91,7 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
     # The lowest-scoring task's evidence in the record is its own: the question and each judge's reply.
     import html
 
-    from evalnb.evidence import load_evidence, lowest_scoring
+    from evalnb.stages.evidence import load_evidence, lowest_scoring
     _, items = load_evidence(tmp_path / "demo-wildtrace")
     lowest = lowest_scoring(items)[0]
     record = (tmp_path / "demo-wildtrace" / "04_report.html").read_text()

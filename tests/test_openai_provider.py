@@ -17,7 +17,7 @@ import pytest
 import evalnb
 from evalnb.providers.base import ChatRequest
 from evalnb.providers.openai_compat import OpenAIProvider
-from evalnb.retry import RetryPolicy, call_with_retries
+from evalnb.providers.retry import RetryPolicy, call_with_retries
 from tests.conftest import FAST_RETRY, SAMPLE, deterministic_responder, openai_params, sample_tasks
 from tests.fakeserver import Empty, Error, FakeLLMServer, Hang, Refusal, RecordedRequest, Text
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from evalnb import project
+from evalnb.app import project
 from tests.conftest import ROOT
 
 
@@ -53,12 +53,12 @@ def _python(code: str, **env: str) -> str:
 
 def test_import_evalnb_loads_no_plotting_pandas_or_notebook_machinery() -> None:
     code = (f"import sys, evalnb; print([m for m in {HEAVY!r} if m in sys.modules])\n"
-            "import evalnb.stats; print([m for m in ('pandas', 'matplotlib', 'IPython') if m in sys.modules])")
+            "import evalnb.core.stats; print([m for m in ('pandas', 'matplotlib', 'IPython') if m in sys.modules])")
     assert _python(code).split("\n")[:2] == ["[]", "[]"]
 
 
 def test_cli_help_loads_none_of_them_either() -> None:
-    code = ("import sys\nfrom evalnb.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+    code = ("import sys\nfrom evalnb.app.main import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             f"print([m for m in {HEAVY!r} if m in sys.modules])")
     assert _python(code).strip().endswith("[]")
 
@@ -97,7 +97,7 @@ policy = asyncio.get_event_loop_policy()
 import evalnb
 for info in pkgutil.walk_packages(evalnb.__path__, "evalnb."):
     importlib.import_module(info.name)
-from evalnb.figures import new_figure, save_figure
+from evalnb.core.figures import new_figure, save_figure
 fig = new_figure((2, 2)); fig.subplots().plot([0, 1])
 save_figure(fig, pathlib.Path(tempfile.mkdtemp()), "x")
 print(json.dumps([calls, matplotlib.rcParams._get_backend_or_none(), asyncio.get_event_loop_policy() is policy,
@@ -122,7 +122,7 @@ def test_figures_save_headless_whatever_mplbackend(tmp_path: Path) -> None:
     """An interactive backend named in the environment (not even installed here) is never used."""
     code = f"""
 from pathlib import Path
-from evalnb.figures import new_figure, save_figure
+from evalnb.core.figures import new_figure, save_figure
 fig = new_figure((3, 2)); fig.subplots().bar(["a", "b"], [1, 2])
 save_figure(fig, Path({str(tmp_path)!r}), "bars")
 assert fig._repr_png_().startswith(b"\\x89PNG")
@@ -147,7 +147,7 @@ def test_template_holds_every_notebook_and_parameters_file(tmp_path: Path) -> No
 
 
 def test_template_demo_parameters_reach_their_samples(tmp_path: Path) -> None:
-    from evalnb.pipeline import load_config
+    from evalnb.stages.pipeline import load_config
 
     project.write_template(ROOT, tmp_path)
     for params in sorted((tmp_path / "params").glob("demo_*.yaml")):
@@ -161,7 +161,7 @@ def test_template_demo_parameters_reach_their_samples(tmp_path: Path) -> None:
 
 
 def test_project_dir_is_the_checkout_in_an_editable_install() -> None:
-    from evalnb.cli import COMPARE_NOTEBOOK, PROJECT
+    from evalnb.app.main import COMPARE_NOTEBOOK, PROJECT
     assert project.project_dir() == PROJECT == ROOT
     assert COMPARE_NOTEBOOK == ROOT / "notebooks" / "05_compare.ipynb"
 

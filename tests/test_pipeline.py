@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import evalnb
-from evalnb.cli import main
-from evalnb.errors import FingerprintMismatch
-from evalnb.records import JsonlStore
+from evalnb.app.main import main
+from evalnb.core.errors import FingerprintMismatch
+from evalnb.core.records import JsonlStore
 from tests.conftest import deterministic_responder, judge_total_for, openai_params, sample_tasks
 from tests.fakeserver import Error, FakeLLMServer, RecordedRequest, Refusal, Text
 from tests.test_openai_provider import by_task
@@ -138,7 +138,7 @@ def test_resume_with_a_different_fingerprint_is_refused(tmp_path: Path, change, 
 def test_changed_prompt_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     params = openai_params(tmp_path, "http://127.0.0.1:9")
     evalnb.open_run(params)
-    from evalnb import prompts
+    from evalnb.core import prompts
     monkeypatch.setattr(prompts, "WILDTRACE_JUDGE_PROMPT", prompts.WILDTRACE_JUDGE_PROMPT + " ")
     with pytest.raises(FingerprintMismatch, match=r"\(prompts: "):
         evalnb.open_run(params)

@@ -19,7 +19,7 @@ import pytest
 from evalnb.config import EndpointConfig
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest, Usage
-from evalnb.retry import RetryPolicy, call_with_retries
+from evalnb.providers.retry import RetryPolicy, call_with_retries
 from tests.conftest import FAST_RETRY
 from tests.fakeserver import Empty, Error, FakeLLMServer, Hang, Raw, Refusal, Text
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalnb.cli import main
+from evalnb.app.main import main
 from tests.conftest import deterministic_responder, openai_params
 from tests.fakeserver import FakeLLMServer, Raw, RecordedRequest, Reply
 

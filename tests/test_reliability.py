@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from evalnb.cli import main
-from evalnb.pipeline import aggregate, generate, judge, open_run
-from evalnb.records import JsonlStore, write_json
+from evalnb.app.main import main
+from evalnb.stages.pipeline import aggregate, generate, judge, open_run
+from evalnb.core.records import JsonlStore, write_json
 from tests.conftest import SAMPLE, deterministic_responder, offline_params, openai_params
 from tests.fakeserver import CutOff, Error, FakeLLMServer, Hang, Html, NotJson, Reset, Text, WrongShape
 
@@ -136,7 +136,7 @@ def test_a_torn_last_line_is_dropped_and_its_call_redone(tmp_path: Path) -> None
 
 
 def test_a_corrupt_line_in_the_middle_names_file_and_line(tmp_path: Path) -> None:
-    from evalnb.errors import DataError
+    from evalnb.core.errors import DataError
     path = tmp_path / "s.jsonl"
     path.write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')
     with pytest.raises(DataError, match=r"s\.jsonl, line 2"):
@@ -166,7 +166,7 @@ def test_concurrent_json_writes_never_collide(tmp_path: Path) -> None:
 # --- checks before anything is written ----------------------------------------------------------
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evalnb.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "evalnb.app.main", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 
@@ -240,13 +240,13 @@ def test_a_stage_notebook_run_by_hand_is_refused_while_evalnb_runs(tmp_path: Pat
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    from evalnb.cli import notebook_for
+    from evalnb.app.main import notebook_for
 
     with FakeLLMServer(latency=0.5) as server:
         server.responder = deterministic_responder
         params = openai_params(tmp_path, server.url)
         path = write_params(tmp_path, params)
-        process = subprocess.Popen([sys.executable, "-m", "evalnb.cli", "run", str(path)],
+        process = subprocess.Popen([sys.executable, "-m", "evalnb.app.main", "run", str(path)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_for(lambda: server.count() > 0, 120)
@@ -286,7 +286,7 @@ def run_with_calls_in_flight(tmp_path: Path, server: FakeLLMServer
     params = openai_params(tmp_path, server.url)
     path = write_params(tmp_path, params)
     run_dir = Path(params["output_dir"])
-    process = subprocess.Popen([sys.executable, "-m", "evalnb.cli", "run", str(path)],
+    process = subprocess.Popen([sys.executable, "-m", "evalnb.app.main", "run", str(path)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     kernel_lock = run_dir / ".evalnb.kernel.lock"
     wait_for(lambda: kernel_lock.exists() and kernel_lock.read_text().strip() != "" and server.count() > 0, 120)
@@ -349,7 +349,7 @@ def test_the_command_provider_gets_a_minimal_environment(tmp_path: Path) -> None
     from evalnb.config import EndpointConfig
     from evalnb.providers import make_provider
     from evalnb.providers.base import ChatRequest
-    from evalnb.runner import run_blocking
+    from evalnb.execution.runner import run_blocking
 
     script = tmp_path / "env.py"
     script.write_text(textwrap.dedent("""

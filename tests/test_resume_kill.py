@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evalnb.cli import main
+from evalnb.app.main import main
 from tests.conftest import deterministic_responder, openai_params
 from tests.fakeserver import FakeLLMServer
 
@@ -40,7 +40,7 @@ def test_killed_run_resumes_to_the_same_numbers(tmp_path: Path, stage: str, afte
         params = openai_params(tmp_path / "killed", server.url)
         (tmp_path / "p.json").write_text(json.dumps(params))
         store = Path(params["output_dir"]) / f"{stage}.jsonl"
-        process = subprocess.Popen([sys.executable, "-m", "evalnb.cli", "run", str(tmp_path / "p.json")],
+        process = subprocess.Popen([sys.executable, "-m", "evalnb.app.main", "run", str(tmp_path / "p.json")],
                                    start_new_session=True, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import evalnb
-from evalnb import lock
+from evalnb.core import lock
 from evalnb.benchmarks import BENCHMARKS, benchmark_for
 from tests.conftest import ROOT, SAMPLE, offline_params, sample_tasks
 
@@ -53,15 +53,15 @@ def imports_of(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("module, forbidden", [
-    ("config.py", ("evalnb.retry", "evalnb.providers", "evalnb.runner")),   # config depends on types only
+    ("config.py", ("evalnb.providers.retry", "evalnb.providers", "evalnb.execution.runner")),   # config depends on types only
     ("types.py", ("evalnb.",)),                                              # types depends on nothing of ours
-    ("judging.py", ("evalnb.runner", "evalnb.providers", "evalnb.benchmarks")),
-    *((f"benchmarks/{name}.py", ("evalnb.runner", "evalnb.providers", "evalnb.pipeline", "evalnb.report"))
+    ("judging.py", ("evalnb.execution.runner", "evalnb.providers", "evalnb.benchmarks")),
+    *((f"benchmarks/{name}.py", ("evalnb.execution.runner", "evalnb.providers", "evalnb.stages.pipeline", "evalnb.stages.report"))
       for name in BENCHMARKS),
 ])
 def test_import_graph(module: str, forbidden: tuple[str, ...]) -> None:
     """The shared types sit below everything: benchmarks do not import the execution engine."""
-    bad = sorted(m for m in imports_of(ROOT / "evalnb" / module) if m.startswith(forbidden) and m != "evalnb.types")
+    bad = sorted(m for m in imports_of(ROOT / "evalnb" / module) if m.startswith(forbidden) and m != "evalnb.core.types")
     assert not bad, f"{module} imports {bad}"
 
 
@@ -76,7 +76,7 @@ BROKEN = '''
 from collections.abc import Mapping
 from typing import Any
 from evalnb.benchmarks import Benchmark
-from evalnb.benchmarks.wildtrace import WildTrace
+from evalnb.benchmarks.wildtrace.protocol import WildTrace
 
 
 class NoEvidence(WildTrace):
@@ -153,9 +153,9 @@ def _inputs(tmp_path: Path) -> dict[str, tuple[dict[str, Any], list[Path]]]:
     geq = {"benchmark": "geoexpertqueries", "run_name": "geq", "output_dir": str(tmp_path / "geq"),
            "data": str(GEQ / "queries.json"), "traces": str(GEQ / "traces.jsonl"), "rating_date": "2026-11-30",
            "judges": [{"provider": "offline", "name": "rubric-overlap"}]}
-    return {"wildtrace": (wildtrace, [SAMPLE, ROOT / "evalnb" / "prompts"]),
-            "geoktools": (geoktools, [GK, *predictions, ROOT / "evalnb" / "prompts"]),
-            "geoexpertqueries": (geq, [GEQ, ROOT / "evalnb" / "prompts"])}
+    return {"wildtrace": (wildtrace, [SAMPLE, ROOT / "evalnb" / "benchmarks"]),
+            "geoktools": (geoktools, [GK, *predictions, ROOT / "evalnb" / "benchmarks"]),
+            "geoexpertqueries": (geq, [GEQ, ROOT / "evalnb" / "benchmarks"])}
 
 
 @pytest.mark.parametrize("name", list(BENCHMARKS))

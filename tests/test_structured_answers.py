@@ -2,7 +2,7 @@
 
 import pytest
 
-from evalnb.structured_answers import deterministic_score, exact_match, last_json_list
+from evalnb.benchmarks.geoktools.scoring import deterministic_score, exact_match, last_json_list
 
 
 @pytest.mark.parametrize("response, golden, expected", [

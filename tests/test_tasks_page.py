@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalnb.evidence import evidence_document, load_evidence
-from evalnb.tasks_page import tasks_page, write_tasks_page
-from evalnb.types import Fact, ItemEvidence, Passage, Table
+from evalnb.stages.evidence import evidence_document, load_evidence
+from evalnb.stages.tasks_page import tasks_page, write_tasks_page
+from evalnb.core.types import Fact, ItemEvidence, Passage, Table
 
 N_ITEMS = 481
 STATUSES = ("ok", "out_of_context", "refused", "empty", "failed_permanent")

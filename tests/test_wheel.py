@@ -70,7 +70,7 @@ def test_wheel_carries_notebooks_parameters_samples_and_license(wheel: Path) -> 
         if sample.is_file():
             assert f"{template}data/{sample.relative_to(ROOT / 'evalnb' / 'data').as_posix()}" in names
     assert f"{template}examples/keyword_rater.py" in names
-    assert {"evalnb/prompts/likert_scales.json", "evalnb/caps.json", "evalnb/schemas/trace.schema.json"} <= names
+    assert {"evalnb/benchmarks/geoexpertqueries/prompts/likert_scales.json", "evalnb/benchmarks/wildtrace/caps.json", "evalnb/benchmarks/geoexpertqueries/trace.schema.json", "evalnb/execution/batch/limits.json"} <= names
     assert not any(n.startswith(("evalnb/data/", "tests/", "notebooks/", "params/")) for n in names)
     assert "data: ../data/wildtrace/tasks.json" in demo
     assert "License-Expression: Apache-2.0" in metadata and "License-File: LICENSE" in metadata
@@ -96,7 +96,7 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, d
     env |= {"PATH": f"{python.parent}{os.pathsep}{env.get('PATH', '')}", "MPLBACKEND": "Agg",
             "JUPYTER_PATH": str(home / "share"), "JUPYTER_DATA_DIR": str(home / "jupyter"),
             "JUPYTER_CONFIG_DIR": str(home / "jupyter-config")}
-    where = _run([python, "-c", "import evalnb.cli as c; print(c.__file__); print(c.PROJECT)"], home, env)
+    where = _run([python, "-c", "import evalnb.app.main as c; print(c.__file__); print(c.PROJECT)"], home, env)
     module, project = where.stdout.split()
     assert Path(module).is_relative_to(purelib) and Path(project) == purelib / "evalnb" / "_project"
     return python.parent, env

@@ -21,13 +21,13 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from evalnb.config import RunConfig
-from evalnb.errors import ConfigError
-from evalnb.types import Call, ItemEvidence, ItemResults, Metric, Record
+from evalnb.core.errors import ConfigError
+from evalnb.core.types import Call, ItemEvidence, ItemResults, Metric, Record
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnb.figures import ReportFigure
+    from evalnb.core.figures import ReportFigure
 
 
 class Task(Protocol):
@@ -113,9 +113,9 @@ class Benchmark(Protocol):
     def compare_figure(cls, runs: Sequence[RunScores]) -> ReportFigure | None: ...
 
 
-BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace:WildTrace",
-              "geoktools": "evalnb.benchmarks.geoktools:GeoKTools",
-              "geoexpertqueries": "evalnb.benchmarks.geoexpertqueries:GeoExpertQueries"}
+BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace.protocol:WildTrace",
+              "geoktools": "evalnb.benchmarks.geoktools.protocol:GeoKTools",
+              "geoexpertqueries": "evalnb.benchmarks.geoexpertqueries.protocol:GeoExpertQueries"}
 
 
 def benchmark_for(name: Any) -> type[Benchmark]:
@@ -132,7 +132,7 @@ def metric_summary(bench: type[Benchmark], body: Mapping[str, Any], n_boot: int,
 
     A metric that is not ``partial`` is null while the run is incomplete.
     """
-    from evalnb.stats import metric_intervals
+    from evalnb.core.stats import metric_intervals
 
     results = bench.results(body)
     metrics = bench.metrics()
@@ -146,9 +146,9 @@ def metric_summary(bench: type[Benchmark], body: Mapping[str, Any], n_boot: int,
 
 
 if TYPE_CHECKING:   # mypy checks that every registered class conforms to Benchmark
-    from evalnb.benchmarks.geoexpertqueries import GeoExpertQueries
-    from evalnb.benchmarks.geoktools import GeoKTools
-    from evalnb.benchmarks.wildtrace import WildTrace
+    from evalnb.benchmarks.geoexpertqueries.protocol import GeoExpertQueries
+    from evalnb.benchmarks.geoktools.protocol import GeoKTools
+    from evalnb.benchmarks.wildtrace.protocol import WildTrace
 
     _WILDTRACE: type[Benchmark] = WildTrace
     _GEOKTOOLS: type[Benchmark] = GeoKTools

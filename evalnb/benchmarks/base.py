@@ -7,15 +7,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from evalnb import stats
+from evalnb.core import stats
 from evalnb.config import RunConfig
-from evalnb.types import ItemResults, JudgeStatus, Record, Status
+from evalnb.core.types import ItemResults, JudgeStatus, Record, Status
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from evalnb.benchmarks import RunScores
-    from evalnb.figures import ReportFigure
+    from evalnb.core.figures import ReportFigure
 
 BOOTSTRAP_OPTIONS: Mapping[str, Any] = {"n_boot": stats.N_BOOT, "seed": 0}
 NAN = math.nan

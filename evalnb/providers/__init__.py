@@ -40,7 +40,7 @@ def prefetch(endpoints: Iterable[EndpointConfig]) -> None:
     ready = _sdks_in = threading.Event()
 
     def load() -> None:
-        from evalnb.runner import FIRST_REPLY
+        from evalnb.execution.runner import FIRST_REPLY
 
         try:
             for module in sdks:
@@ -62,7 +62,7 @@ def make_provider(endpoint: EndpointConfig) -> Provider | None:
     provider = _client_for(endpoint)
     if provider is None or endpoint.rate_limit is None:
         return provider
-    from evalnb.pacing import PacedProvider, Pacer, RateLimit
+    from evalnb.providers.pacing import PacedProvider, Pacer, RateLimit
     return PacedProvider(provider, Pacer(RateLimit(**endpoint.rate_limit), name=endpoint.role))
 
 

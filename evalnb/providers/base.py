@@ -12,11 +12,11 @@ import os
 import ssl
 from typing import Any, Protocol
 
-from evalnb.errors import ConfigError
-from evalnb.redaction import redact
-# The request and completion types live in evalnb.types (shared by every layer); re-exported here.
-from evalnb.types import ChatRequest as ChatRequest, Completion as Completion, Usage as Usage
-from evalnb.types import CompletionStatus as CompletionStatus, ErrorKind as ErrorKind
+from evalnb.core.errors import ConfigError
+from evalnb.core.redaction import redact
+# The request and completion types live in evalnb.core.types (shared by every layer); re-exported here.
+from evalnb.core.types import ChatRequest as ChatRequest, Completion as Completion, Usage as Usage
+from evalnb.core.types import CompletionStatus as CompletionStatus, ErrorKind as ErrorKind
 
 # Spec README reading 6 and the provider notes: what is worth retrying.
 TRANSIENT_STATUS = frozenset({408, 409, 429, 529})

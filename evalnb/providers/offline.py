@@ -18,7 +18,7 @@ import math
 import re
 from collections import Counter
 
-from evalnb.errors import ConfigError
+from evalnb.core.errors import ConfigError
 from evalnb.providers.base import ChatRequest, Completion, status_of
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[a-z]+|[\u4e00-\u9fff]+")

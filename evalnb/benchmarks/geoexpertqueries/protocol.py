@@ -1,0 +1,427 @@
+"""GeoExpertQueries: agent trajectories rated 0/1/2 by an autorater, three independent runs.
+
+Reference: the GeoExpertQueries protocol (§2, the pins table) and spec README readings
+16-17. Each trajectory is condensed to text; the autorater prompt follows a
+``Today is YYYY-MM-DD.`` header; each of ``num_runs`` calls must yield a rating of 0, 1 or
+2, mapped through the likert file (0 -> 0.0, 1 -> 0.5, 2 -> 1.0) and averaged. A rating
+that does not parse is a judge failure: resumable, never a zero.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from evalnb.core import prompts, stats
+from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, metric_ci, metric_value, offline_title
+from evalnb.config import RunConfig
+from evalnb.core.data import json_records, require
+from evalnb.core.errors import ConfigError, DataError
+from evalnb.core.replies import interpreter, parse_rating, reply_of
+from evalnb.benchmarks.geoexpertqueries.trajectories import DEFAULT_OUTPUT_CHARS, DEFAULT_TOTAL_CHARS, Traces, condense, read_traces
+from evalnb.core.types import (Call, ChatRequest, Fact, ItemEvidence, ItemResults, Metric, Passage, Prepared, Record,
+                          Status, Table)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from evalnb.core.figures import ReportFigure
+
+OPTIONS: Mapping[str, Any] = {
+    "traces": None,                  # JSONL of trajectories (schemas/trace.schema.json)
+    "prompt_variant": "tool_agnostic",   # the report's primary; or "workflow" (tool-aware)
+    "prompt_file": None,             # the official prompt file; default: ours for the variant
+    "available_tools": [],           # listed in the workflow prompt
+    "rating_date": None,             # YYYY-MM-DD for the header; default: the run's start date
+    "likert_file": None,             # rating -> score; default 0 -> 0.0, 1 -> 0.5, 2 -> 1.0
+    "num_runs": 3,
+    "judge_max_tokens": 8192,
+    "max_output_chars": DEFAULT_OUTPUT_CHARS,
+    "max_trajectory_chars": DEFAULT_TOTAL_CHARS,
+    **BOOTSTRAP_OPTIONS,
+}
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"   # our default prompt files
+PROMPT_FILES = {"tool_agnostic": "geoexpertqueries_tool_agnostic.txt",
+                "workflow": "geoexpertqueries_workflow.txt"}
+# Reading 24: what each variant's prompt file must hold, and what else evalnb fills in.
+REQUIRED_PLACEHOLDERS = {"tool_agnostic": ("query", "trajectory"),
+                         "workflow": ("query", "trajectory", "tools")}
+FILLED_PLACEHOLDERS = ("query", "reference", "trajectory", "tools")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+AGGREGATION_POLICY = ("geoexpertqueries/1: case score = mean of the mapped ratings of all runs, only when "
+                      "every run parsed; missing trace = 0; overall = mean over all queries")
+
+
+@dataclass(frozen=True)
+class ExpertQuery:
+    task_id: str
+    query: str
+    reference: str
+
+
+def read_queries(path: Path) -> list[ExpertQuery]:
+    queries = []
+    for where, raw, query_id in json_records(path, "queries"):
+        reference = raw.get("reference", raw.get("golden"))
+        if reference is not None and not isinstance(reference, str):
+            reference = json.dumps(reference, ensure_ascii=False)
+        queries.append(ExpertQuery(query_id, require(raw, "query", str, where), reference or "(none)"))
+    return queries
+
+
+def placeholders(text: str) -> set[str]:
+    """The ``{name}`` placeholders in a prompt file (JSON braces in it are not names)."""
+    return set(re.findall(r"\{(\w+)\}", text))
+
+
+def check_rating_date(value: Any) -> bool:
+    """Reading 16: exactly YYYY-MM-DD and a real date (a YAML date was made one by config)."""
+    # fullmatch first: date.fromisoformat also takes 20260314 and 2026-W11-6.
+    try:
+        return isinstance(value, str) and bool(_DATE.fullmatch(value)) and bool(date.fromisoformat(value))
+    except ValueError:
+        return False
+
+
+def rating_prompt(template: str, task: ExpertQuery, trajectory: str, tools: str) -> str:
+    # One pass over all four: a tool description or a query holding "{trajectory}" is sent as written.
+    return prompts.fill(template, {"query": task.query, "reference": task.reference,
+                                   "trajectory": trajectory, "tools": tools})
+
+
+def read_rating(reply: str, scale: Mapping[str, float]) -> tuple[float, dict[str, Any]]:
+    """Reading 17: a rating of the scale, mapped through it."""
+    rating = parse_rating(reply, scale)
+    return scale[str(rating)], {"rating": rating}
+
+
+def agreement(ratings: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """How often independent runs disagree, over queries with every run rated."""
+    if not ratings:
+        return {"queries": 0, "unanimous_share": None, "max_spread_share": None, "mean_range": None}
+    ranges = [max(r) - min(r) for r in ratings]
+    return {"queries": len(ratings), "unanimous_share": sum(x == 0 for x in ranges) / len(ranges),
+            "max_spread_share": sum(x == 2 for x in ranges) / len(ranges),
+            "mean_range": sum(ranges) / len(ranges)}
+
+
+def _overall(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
+    return stats.cell_mean(values)
+
+
+METRICS = (Metric("overall", "overall: mean over all queries of the mapped ratings (missing trace = 0)",
+                  _overall, headline=True),)
+
+
+class GeoExpertQueries(BaseBenchmark):
+    """Spec GeoExpertQueries §2 and the pins table; readings 16, 17, 24."""
+
+    NAME: ClassVar[str] = "geoexpertqueries"
+    OPTIONS: ClassVar[Mapping[str, Any]] = OPTIONS
+    PATH_OPTIONS: ClassVar[tuple[str, ...]] = ("traces", "prompt_file", "likert_file")
+    COMPARABLE_PARTS: ClassVar[tuple[str, ...]] = ("rating", "aggregation", "retry", "tasks")
+    STATUSES: ClassVar[tuple[str, ...]] = ("ok", "missing", "pending")
+    ITEM: ClassVar[type] = ExpertQuery
+    ITEM_NOUN: ClassVar[str] = "query"
+    FIGURE: ClassVar[str] = "ratings_and_agreement"
+
+    def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
+        super().__init__(config)
+        o = config.options
+        if not o["traces"] or not isinstance(o["traces"], str):
+            raise config.error("traces", "required, the JSONL file of agent trajectories")
+        if o["prompt_variant"] not in PROMPT_FILES:
+            raise config.error("prompt_variant", f"expected one of {', '.join(PROMPT_FILES)}, got {o['prompt_variant']!r}")
+        if len(config.judges) != 1:
+            raise config.error("judges", "the autorater is exactly one judge (the report: Gemini 3.8 Flash)")
+        for key in ("num_runs", "judge_max_tokens", "max_output_chars", "max_trajectory_chars"):
+            self.positive_int(key)
+        self.check_bootstrap()
+        if not isinstance(o["available_tools"], list) or not all(isinstance(t, str) for t in o["available_tools"]):
+            raise config.error("available_tools", "expected a list of tool names (or descriptions)")
+        if o["rating_date"] is not None and not check_rating_date(o["rating_date"]):
+            raise config.error("rating_date", f"expected a date YYYY-MM-DD (e.g. 2026-03-14), got {o['rating_date']!r}")
+        self.prompt = self._read("prompt_file", PROMPT_FILES[o["prompt_variant"]])
+        self.warnings = self._check_placeholders()
+        self.scale, self.scale_sha = self._likert()
+        if o["prompt_variant"] == "workflow" and not o["available_tools"]:
+            self.warnings.append("workflow prompt with no available_tools: the prompt will list none")
+        self.rating_date = self._rating_date(recorded)
+        self.tasks: list[ExpertQuery] = read_queries(config.data)
+        traces_path = Path(o["traces"])
+        try:
+            data = traces_path.read_bytes()   # once: validated, condensed and hashed from these bytes
+        except FileNotFoundError:
+            raise DataError(str(traces_path), "file not found") from None
+        self.traces_sha256 = hashlib.sha256(data).hexdigest()
+        self.traces: Traces = read_traces(traces_path, [q.task_id for q in self.tasks], data)
+
+    # --- configuration ------------------------------------------------------------------------------
+
+    def _read(self, key: str, default: str) -> prompts.PromptFile:
+        value = self.config.options[key]
+        try:
+            return prompts.read_prompt_file(Path(value) if value else None, PROMPT_DIR / default)
+        except ConfigError as e:
+            raise self.config.error(key, str(e)) from None
+
+    def _check_placeholders(self) -> list[str]:
+        """Reading 24: refuse a prompt file that would silently drop the trajectory or the query."""
+        variant, file = self.config.options["prompt_variant"], self.prompt
+        found = placeholders(file.text)
+        missing = [name for name in REQUIRED_PLACEHOLDERS[variant] if name not in found]
+        if missing:
+            raise self.config.error(
+                "prompt_file", f"{file.path} lacks {', '.join('{' + m + '}' for m in missing)}, "
+                f"which the {variant} variant needs (it takes "
+                f"{', '.join('{' + n + '}' for n in REQUIRED_PLACEHOLDERS[variant])}; "
+                "{reference} is optional): without them the autorater would rate nothing")
+        warnings = []
+        if "reference" not in found:
+            warnings.append(f"prompt_file {file.path} has no {{reference}}: the queries' reference material "
+                            "is not sent to the autorater")
+        unknown = sorted(found - set(FILLED_PLACEHOLDERS))
+        if unknown:
+            warnings.append(f"prompt_file {file.path}: {', '.join('{' + u + '}' for u in unknown)} "
+                            f"{'is' if len(unknown) == 1 else 'are'} not filled by evalnb and will be sent as written")
+        return warnings
+
+    def _likert(self) -> tuple[dict[str, float], str]:
+        """The rating map and its file's sha256."""
+        file = self._read("likert_file", "likert_scales.json")
+        try:
+            scale = json.loads(file.text)
+        except json.JSONDecodeError as e:
+            raise self.config.error("likert_file", f"{file.path} is not JSON ({e.msg})") from None
+        if not isinstance(scale, dict) or set(scale) != {"0", "1", "2"} or not all(
+                stats.is_finite(v) for v in scale.values()):
+            raise self.config.error("likert_file", f"{file.path}: expected {{\"0\": x, \"1\": y, \"2\": z}} with numbers")
+        return {k: float(v) for k, v in scale.items()}, file.sha256
+
+    def _rating_date(self, recorded: Mapping[str, Any] | None) -> str:
+        """Reading 16: the parameter, else the date this run started (kept across resumes)."""
+        if self.config.options["rating_date"]:
+            return str(self.config.options["rating_date"])   # a YAML date arrives as its ISO string
+        if recorded and "rating" in recorded:
+            return str(recorded["rating"]["value"]["date"])
+        return datetime.now(timezone.utc).date().isoformat()
+
+    def judge_config(self) -> dict[str, Any]:
+        o = self.config.options
+        judge = self.config.judges[0]
+        return {"model": judge.name, "provider": judge.provider, "temperature": "model default (not sent)",
+                "max_tokens": o["judge_max_tokens"], "prompt_variant": o["prompt_variant"],
+                "prompt_file": self.prompt.record(), "date_header": f"Today is {self.rating_date}.",
+                "available_tools": o["available_tools"] if o["prompt_variant"] == "workflow" else None,
+                "likert": self.scale, "likert_sha256": self.scale_sha, "num_runs": o["num_runs"],
+                "condensation": {"max_output_chars": o["max_output_chars"],
+                                 "max_trajectory_chars": o["max_trajectory_chars"]}}
+
+    def fingerprint_parts(self) -> dict[str, Any]:
+        return {
+            "rating": {**self.judge_config(), "date": self.rating_date},
+            "traces_sha256": self.traces_sha256,
+            "aggregation": AGGREGATION_POLICY,
+            "retry": asdict(self.config.retry),
+            "tasks": hashlib.sha256(json.dumps([asdict(t) for t in self.tasks], sort_keys=True).encode()).hexdigest(),
+        }
+
+    # --- "generation": the trajectories, condensed -------------------------------------------------
+
+    def _condensed(self, task: ExpertQuery) -> Prepared:
+        fields = {"task_id": task.task_id, "source": "traces"}
+        trace = self.traces.traces.get(task.task_id)
+        if trace is None:
+            return Prepared(None, fields | {"status": Status.MISSING.value, "text": None})
+        text = condense(trace, output_chars=self.config.options["max_output_chars"],
+                        total_chars=self.config.options["max_trajectory_chars"])
+        return Prepared(None, fields | {"status": Status.OK.value, "text": text, "steps": len(trace["steps"]),
+                                        "converted_from_messages": task.task_id in self.traces.converted_ids})
+
+    def generation_calls(self) -> list[Call]:
+        return [Call(t.task_id, "model", functools.partial(self._condensed, t)) for t in self.tasks]
+
+    def generation_done(self, record: Record) -> bool:
+        return True   # read from a file: nothing to resume
+
+    # --- rating (readings 16, 17) -----------------------------------------------------------------------
+
+    def rating_template(self) -> str:
+        """The date header and the prompt file: the same for every trace, placeholders unfilled."""
+        return f"Today is {self.rating_date}.\n\n{self.prompt.text}"
+
+    def tools_text(self) -> str:
+        return "\n".join(f"- {t}" for t in self.config.options["available_tools"]) or "(none listed)"
+
+    def judge_calls(self, responses: Mapping[str, Record]) -> list[Call]:
+        template, tools = self.rating_template(), self.tools_text()
+        parse = interpreter(functools.partial(read_rating, scale=self.scale), who="autorater")
+        calls = []
+        for task in self.tasks:
+            response = responses.get(task.task_id)
+            if response is None or response["status"] != Status.OK:
+                continue
+            request = ChatRequest(rating_prompt(template, task, response["text"], tools),
+                                  max_tokens=self.config.options["judge_max_tokens"], temperature=None)
+            for run in range(1, self.config.options["num_runs"] + 1):
+                fields = {"task_id": task.task_id, "run": run}
+                calls.append(Call(f"{task.task_id}::run{run}", "judge1", functools.partial(Prepared, request, fields),
+                                  parse))
+        return calls
+
+    # --- aggregation -------------------------------------------------------------------------------------
+
+    def score(self, responses: Mapping[str, Record], judgements: Mapping[str, Record]) -> dict[str, Any]:
+        runs = range(1, self.config.options["num_runs"] + 1)
+        rows: list[dict[str, Any]] = []
+        complete_ratings: list[list[int]] = []
+        pending = 0
+        for task in self.tasks:
+            response = responses.get(task.task_id)
+            status = response["status"] if response else Status.PENDING.value
+            verdicts = [judgements.get(f"{task.task_id}::run{n}") for n in runs]
+            ratings: list[int | None] = [v["rating"] if v and v["status"] == "ok" else None for v in verdicts]
+            value: float | None
+            if status == Status.OK:
+                rated = [r for r in ratings if r is not None]
+                value = sum(self.scale[str(r)] for r in rated) / len(rated) if len(rated) == len(ratings) else None
+                pending += len(ratings) - len(rated)
+                if value is not None:
+                    complete_ratings.append(rated)
+            else:
+                value = 0.0 if status == Status.MISSING else None
+                pending += status != Status.MISSING
+            rows.append({"task_id": task.task_id, "status": status, "score": value, "ratings": ratings,
+                         "runs": [{"run": n, "status": v["status"] if v else "pending", "rating": r,
+                                   "score": self.scale[str(r)] if r is not None else None,
+                                   "reply": reply_of(v), "error": v.get("error") if v else None}
+                                  for n, v, r in zip(runs, verdicts, ratings)] if status == Status.OK else []})
+        complete = pending == 0
+        routes = sorted({v["model_route"] for v in judgements.values() if v.get("model_route")})
+        body: dict[str, Any] = {"complete": complete, "n": len(self.tasks), "tasks": rows}
+        self.with_metrics(body)
+        body |= {
+            "overall": metric_value(body, "overall") if complete else None,
+            "ci": {"overall": metric_ci(body, "overall")} if complete else None,
+            "rating_counts": {str(k): sum(r.count(k) for r in complete_ratings) for k in (0, 1, 2)},
+            "agreement": agreement(complete_ratings),
+            "status_counts": dict(Counter(r["status"] for r in rows)),
+            "resumable": {"judge_calls": pending},
+            "judge_config": self.judge_config() | {"routes_returned": routes},
+            "traces_report": {"file": self.config.options["traces"], "unknown_ids": self.traces.unknown_ids,
+                              "duplicate_ids": self.traces.duplicate_ids,
+                              "converted_from_messages": self.traces.converted_ids,
+                              "missing_ids": [t.task_id for t in self.tasks if t.task_id not in self.traces.traces]},
+        }
+        body["tasks"] = body.pop("tasks")   # the rows last, after the numbers
+        return body
+
+    # --- evidence ------------------------------------------------------------------------------------------
+
+    def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
+                 scores: Mapping[str, Any]) -> list[ItemEvidence]:
+        out = []
+        by_id = {t.task_id: t for t in self.tasks}
+        for row in scores["tasks"]:
+            task = by_id[row["task_id"]]
+            trace = self.traces.traces.get(task.task_id)
+            response = responses.get(task.task_id) or {}
+            sections: list[Any] = [Fact("status", row["status"]), Passage("query", task.query),
+                                   Passage("condensed trajectory", response.get("text"), collapsed=True),
+                                   Passage("final response", trace["final_response"] if trace else None)]
+            if row["runs"]:
+                sections.append(Table("ratings", ("run", "status", "rating", "mapped score"),
+                                      tuple((r["run"], r["status"], r["rating"], r["score"]) for r in row["runs"])))
+                sections += [Passage(f"run {r['run']}: reply", r["reply"]) for r in row["runs"]]
+            sections.append(Fact("mapped mean", "-" if row["score"] is None else f"{row['score']:.4f}"))
+            judges = {f"run{r['run']}": r["score"] for r in row["runs"]}
+            out.append(ItemEvidence(task.task_id, row["status"], row["score"], judges, tuple(sections)))
+        return out
+
+    # --- reading a scores.json ------------------------------------------------------------------------------
+
+    @classmethod
+    def metrics(cls) -> tuple[Metric, ...]:
+        return METRICS
+
+    @staticmethod
+    def _mapped(scores: Mapping[str, Any], run: Mapping[str, Any]) -> float | None:
+        if run.get("score") is not None:
+            return float(run["score"])
+        scale = (scores.get("judge_config") or {}).get("likert") or {}
+        return scale.get(str(run["rating"])) if run.get("rating") is not None else None
+
+    @classmethod
+    def results(cls, scores: Mapping[str, Any]) -> ItemResults:
+        """The autorater's runs are the repeats: run n's mapped rating is row n."""
+        rows = scores["tasks"]
+        n_runs = max([len(r["runs"]) for r in rows] + [(scores.get("judge_config") or {}).get("num_runs", 1), 1])
+        values = [[NAN] * len(rows) for _ in range(n_runs)]
+        for j, row in enumerate(rows):
+            if row["status"] == Status.MISSING:
+                for r in range(n_runs):
+                    values[r][j] = 0.0
+            for run in row["runs"]:
+                mapped = cls._mapped(scores, run)
+                values[run["run"] - 1][j] = mapped if mapped is not None else NAN
+        return ItemResults(
+            ids=tuple(r["task_id"] for r in rows), values=values,
+            scores={r["task_id"]: r["score"] for r in rows}, statuses={r["task_id"]: r["status"] for r in rows},
+            attempted={r["task_id"]: r["status"] != Status.MISSING for r in rows},
+            judges={r["task_id"]: {f"run{run['run']}": mapped for run in r["runs"]
+                                   if (mapped := cls._mapped(scores, run)) is not None} for r in rows})
+
+    @classmethod
+    def breakdown(cls, scores: Mapping[str, Any]) -> pd.DataFrame:
+        """The rating distribution, run-to-run agreement, and the overall score with its interval."""
+        import pandas as pd
+
+        ci = metric_ci(scores, "overall") or {}
+        rows: list[tuple[str, Any]] = [(f"rating {k}", v) for k, v in scores["rating_counts"].items()]
+        rows += [(k.replace("_", " "), v) for k, v in scores["agreement"].items()]
+        rows += [("overall", metric_value(scores, "overall")), ("CI low", ci.get("low")), ("CI high", ci.get("high"))]
+        return pd.DataFrame(rows, columns=["", "value"]).set_index("")
+
+    @classmethod
+    def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
+        """The rating distribution, and each query's ratings across runs."""
+        from evalnb.core.figures import new_figure
+
+        fig = new_figure((9, 3.5))
+        left, right = fig.subplots(1, 2)
+        counts = scores["rating_counts"]
+        left.bar(list(counts), list(counts.values()), color="#4c72b0")
+        left.set_xlabel("rating")
+        left.set_ylabel("autorater calls")
+        left.set_title("rating distribution")
+        rated = [r for r in scores["tasks"] if r["ratings"] and None not in r["ratings"]]
+        for i, row in enumerate(rated):
+            right.scatter([i] * len(row["ratings"]), row["ratings"], alpha=0.5, color="#dd8452")
+        right.set_xticks(range(len(rated)), [r["task_id"] for r in rated], rotation=60, fontsize=7)
+        right.set_yticks([0, 1, 2])
+        share = scores["agreement"]["unanimous_share"]
+        right.set_title(f"ratings per run (unanimous: {share:.0%})" if share is not None else "ratings per run")
+        config = scores["judge_config"]
+        fig.suptitle(offline_title(scores, f"autorater {config['model']}, {config['num_runs']} runs"))
+        fig.tight_layout()
+        return fig
+
+    @classmethod
+    def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
+        """Which trajectories were missing, unknown, duplicated or converted from transcripts."""
+        import pandas as pd
+
+        report = scores.get("traces_report") or {}
+        rows = [(kind.replace("_", " "), ", ".join(report.get(kind) or []) or "-")
+                for kind in ("missing_ids", "unknown_ids", "duplicate_ids", "converted_from_messages")]
+        return [(f"Trajectories file {report.get('file', '-')}",
+                 pd.DataFrame(rows, columns=["", "queries"]).set_index(""))]

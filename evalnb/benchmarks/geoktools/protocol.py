@@ -1,0 +1,559 @@
+"""GeoKTools: structured answers, exact match first, then a geospatial LLM judge or the
+deterministic offline scorer; accuracy overall, by K and macro over K, with seeded
+bootstrap intervals resampling within K (and repeats within cases).
+
+Reference: the GeoKTools protocol (§1, §3-4) and spec README readings 12-15, 21-23.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from evalnb.core import prompts, stats
+from evalnb.benchmarks.base import (BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, metric_ci, metric_value,
+                                    offline_title, score_or_nan)
+from evalnb.config import RunConfig
+from evalnb.core.data import Where, json_records, read_jsonl, record_id, require
+from evalnb.core.errors import ConfigError, DataError
+from evalnb.core.replies import interpreter, parse_element_scores, reply_of
+from evalnb.benchmarks.geoktools.scoring import (TOLERANCE, deterministic_score, exact_match, explain, golden_list,
+                                       golden_string_notes, rouge_blind)
+from evalnb.core.types import (Call, ChatRequest, Fact, ItemEvidence, ItemResults, Metric, Passage, Prepared, Record,
+                          Status, Table)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from evalnb.core.figures import ReportFigure
+
+K_VALUES = (1, 2, 3, 4)
+DETERMINISTIC_LABEL = ("OFFLINE APPROXIMATION: scored by the deterministic offline scorer, which agrees "
+                       "with the report's LLM-judge protocol on exact matches and clear misses and "
+                       "differs on near misses; not comparable with the report's figures.")
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"   # our default prompt files
+DEFAULT_JUDGE_PROMPT = "geoktools_judge_system.txt"
+AGGREGATION_POLICY = (
+    "geoktools/1: exact match (strip-equal or JSON-equal) 1.0 without a call; empty or missing "
+    "response 0; else judge score or deterministic score (10% tolerance, 1-error, ROUGE-L F1); "
+    "overall = mean over all cases; by K; macro = mean of per-K means; repeats averaged per case")
+
+
+@dataclass(frozen=True)
+class GeoCase:
+    task_id: str         # case id, or "id#rN" for repeat N when repeats > 1
+    case_id: str
+    repeat: int
+    query: str
+    golden: str
+    k: int
+    snapshot_date: str
+
+
+# --- loading -----------------------------------------------------------------------------
+
+def read_cases(path: Path) -> list[dict[str, Any]]:
+    cases = []
+    for where, raw, case_id in json_records(path, "cases"):
+        k = require(raw, "K", int, where)
+        if k not in K_VALUES:
+            raise where.error(f"K must be one of {K_VALUES}, got {k}", "K")
+        golden = require(raw, "golden_answer_raw", str, where)
+        try:
+            golden_list(golden)   # reading 22: refused now, not scored 0 case after case
+        except ValueError as e:
+            raise where.error(str(e), "golden_answer_raw") from None
+        cases.append({"id": case_id, "query": require(raw, "query", str, where),
+                      "golden": golden, "K": k,
+                      "snapshot_date": require(raw, "snapshot_date", str, where)})
+    return cases
+
+
+@dataclass(frozen=True)
+class Predictions:
+    responses: dict[str, str]     # a null or absent response is kept as "" (scores 0, reading 22)
+    unknown_ids: list[str]
+    duplicate_ids: list[str]
+    missing_ids: list[str]
+    no_response_ids: list[str]
+    sha256: str
+
+    def report(self, path: Path) -> dict[str, Any]:
+        return {"file": str(path), "sha256": self.sha256, "predicted": len(self.responses),
+                "unknown_ids": self.unknown_ids, "duplicate_ids": self.duplicate_ids,
+                "missing_ids": self.missing_ids, "no_response_ids": self.no_response_ids,
+                "note": "duplicates: the first line is used; unknown ids are ignored; a "
+                        "missing prediction, or a line whose response is null or absent, scores 0"}
+
+
+def read_predictions(path: Path, case_ids: Sequence[str]) -> Predictions:
+    """One agent run's answers, the file read once (its hash from the same bytes)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(str(path), "file not found") from None
+    responses: dict[str, str] = {}
+    unknown, duplicates, no_response = [], [], []
+    known = set(case_ids)
+    for line, raw in read_jsonl(path, data):
+        where = Where(str(path), line)
+        if not isinstance(raw, dict):
+            raise where.error("expected an object {id, response}")
+        case_id = record_id(raw, "id", where)
+        response = raw.get("response")
+        if response is not None and not isinstance(response, str):
+            raise Where(str(path), line, case_id).error(
+                f"expected a string (may be empty), null or no field; got {type(response).__name__}",
+                "response")
+        if case_id not in known:
+            unknown.append(case_id)
+        elif case_id in responses:
+            duplicates.append(case_id)
+        else:
+            responses[case_id] = response or ""
+            if response is None:
+                no_response.append(case_id)
+    return Predictions(responses, unknown, duplicates, [c for c in case_ids if c not in responses],
+                       no_response, hashlib.sha256(data).hexdigest())
+
+
+def generation_settings(config: RunConfig) -> dict[str, Any]:
+    # The no-tools baseline agent answers at the model's default temperature.
+    return {"temperature": None, "max_tokens": 32768 if config.model.reasoning else 8192}
+
+
+def read_verdict(reply: str) -> tuple[float, dict[str, Any]]:
+    """The judge's element scores and overall score, checked to agree."""
+    score, elements = parse_element_scores(reply)
+    return score, {"method": "judge", "element_scores": elements}
+
+
+# --- metrics: functions of (..., repeats, cases), strata "K=1".."K=4" -----------------------------
+
+def _overall(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
+    return stats.cell_mean(values)
+
+
+def _of_k(k: int) -> Any:
+    def mean_of_k(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
+        import numpy as np
+        columns = strata.get(f"K={k}")
+        if columns is None or not len(columns):
+            return np.full(values.shape[:-2], np.nan)
+        return stats.cell_mean(values, columns)
+    return mean_of_k
+
+
+def _macro(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
+    return stats.macro_mean(values, strata)
+
+
+METRICS = (
+    Metric("overall", "overall: mean over all cases (and repeats)", _overall, headline=True),
+    Metric("macro_over_k", "macro over K: mean of the per-K means", _macro, headline=True),
+    *(Metric(f"K={k}", f"K={k}: mean over the cases with K = {k}", _of_k(k)) for k in K_VALUES),
+)
+
+
+class _HasPath(Protocol):
+    def path(self, name: str) -> Path: ...
+
+
+class GeoKTools(BaseBenchmark):
+    """Spec GeoKTools §1, §3-4; readings 12-15, 21-23."""
+
+    NAME: ClassVar[str] = "geoktools"
+    OPTIONS: ClassVar[Mapping[str, Any]] = {
+        "predictions": None,          # JSONL {id, response}, or a list of them, one per agent run;
+                                      # without it the model answers each query
+        "scorer": "deterministic",    # or "llm": the report's geospatial judge (judges[0])
+        "judge_prompt_file": None,    # the judge's system prompt; default: ours (shipped)
+        "judge_max_tokens": 8192,
+        "repeats": None,              # agent runs (spec §3); null: one per predictions file, else 1
+        **BOOTSTRAP_OPTIONS,
+    }
+    PATH_OPTIONS: ClassVar[tuple[str, ...]] = ("predictions", "judge_prompt_file")
+    COMPARABLE_PARTS: ClassVar[tuple[str, ...]] = ("scoring", "aggregation", "repeats", "retry", "tasks")
+    STATUSES: ClassVar[tuple[str, ...]] = ("ok", "empty", "missing", "refused", "failed_permanent",
+                                           "failed_transient", "pending")
+    ITEM: ClassVar[type] = GeoCase
+    ITEM_NOUN: ClassVar[str] = "case"
+    FIGURE: ClassVar[str] = "accuracy_by_k"
+
+    def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
+        super().__init__(config)
+        o = config.options
+        if o["scorer"] not in ("deterministic", "llm"):
+            raise config.error("scorer", f"expected deterministic or llm, got {o['scorer']!r}")
+        self.positive_int("n_boot")
+        self.positive_int("judge_max_tokens")
+        if o["repeats"] is not None:   # else one per predictions file
+            self.positive_int("repeats")
+        self.check_bootstrap()
+        if o["scorer"] == "llm" and len(config.judges) != 1:
+            raise config.error("judges", "the llm scorer uses exactly one judge (the report: Gemini 3.8 Flash)")
+        self.files = self._check_sources()
+        if o["scorer"] == "deterministic" and config.judges:
+            self.warnings.append("scorer is deterministic: the configured judges are not called")
+        self.judge_prompt = self._judge_prompt() if o["scorer"] == "llm" else None
+        self.cases = read_cases(config.data)
+        case_ids = [c["id"] for c in self.cases]
+        # Each predictions file read once: validated now, before anything is written.
+        self.predictions = [read_predictions(file, case_ids) for file in self.files]
+        self._flag_identical()
+        self.repeats = int(o["repeats"]) if o["repeats"] is not None else max(1, len(self.files))
+        n = self.repeats
+        self.tasks: list[GeoCase] = [
+            GeoCase(c["id"] if n == 1 else f"{c['id']}#r{r}", c["id"], r, c["query"], c["golden"], c["K"],
+                    c["snapshot_date"]) for r in range(1, n + 1) for c in self.cases]
+
+    # --- configuration ---------------------------------------------------------------------------------
+
+    def _check_sources(self) -> list[Path]:
+        """Where the answers come from, and how many agent runs that makes (spec §3)."""
+        config = self.config
+        value, repeats = config.options["predictions"], config.options["repeats"]
+        if value is None:
+            if config.model.provider in ("offline", "none"):
+                raise config.error("predictions", "required unless a model answers the queries "
+                                                  "(there is no offline GeoKTools agent)")
+            return []
+        if not (isinstance(value, str) and value) and not (
+                isinstance(value, list) and value and all(isinstance(p, str) and p for p in value)):
+            raise config.error("predictions", f"expected a file, or a list of files (one per agent run), got {value!r}")
+        files = [Path(p) for p in value] if isinstance(value, list) else [Path(value)]
+        for i, file in enumerate(files):
+            if not file.is_file():
+                raise config.error("predictions" + (f"[{i}]" if isinstance(value, list) else ""),
+                                   f"{file}: file not found")
+        if len(files) == 1 and repeats is not None and repeats > 1:
+            # Scoring one set of answers N times measures nothing and reports s.d. 0.
+            raise config.error("repeats", f"{repeats} repeats over a single predictions file would score "
+                               f"the same answers {repeats} times (s.d. 0). Repeats are agent runs (spec §3): "
+                               f"give predictions as a list of {repeats} files, one per agent run, or omit "
+                               f"predictions and give a model, which then answers each query {repeats} times")
+        if len(files) > 1 and repeats is not None and repeats != len(files):
+            raise config.error("repeats", f"{repeats}, but predictions lists {len(files)} files (one per agent "
+                               "run); leave repeats out, or make them agree")
+        return files
+
+    def _flag_identical(self) -> None:
+        seen: dict[str, int] = {}
+        for i, predictions in enumerate(self.predictions):
+            if predictions.sha256 in seen:
+                self.warnings.append(f"predictions[{i}] is identical to predictions[{seen[predictions.sha256]}]: "
+                                     "the same answers in two runs (a deterministic agent, or the same file twice?)")
+            seen.setdefault(predictions.sha256, i)
+
+    def _judge_prompt(self) -> prompts.PromptFile:
+        value = self.config.options["judge_prompt_file"]
+        try:
+            return prompts.read_prompt_file(Path(value) if value else None, PROMPT_DIR / DEFAULT_JUDGE_PROMPT)
+        except ConfigError as e:
+            raise self.config.error("judge_prompt_file", str(e)) from None
+
+    def judge_config(self) -> dict[str, Any]:
+        o = self.config.options
+        if self.judge_prompt is None:
+            return {"scorer": "deterministic", "tolerance_ratio": TOLERANCE,
+                    "strings": "ROUGE-L F1 (rouge-score)", "model": None}
+        judge = self.config.judges[0]
+        return {"scorer": "llm", "model": judge.name, "provider": judge.provider,
+                "temperature": "model default (not sent)", "max_tokens": o["judge_max_tokens"],
+                "system_prompt_file": self.judge_prompt.record(),
+                "user_prompt_sha256": hashlib.sha256(prompts.GEOKTOOLS_JUDGE_PROMPT.encode()).hexdigest(),
+                "structured_output_schema": prompts.GEOKTOOLS_JUDGE_SCHEMA,
+                "exact_match_first": True}
+
+    def fingerprint_parts(self) -> dict[str, Any]:
+        shas = [p.sha256 for p in self.predictions]
+        config = self.config
+        return {
+            "scoring": self.judge_config(),
+            # One file keeps the shape runs recorded before lists of files were accepted.
+            "contestant": {"predictions_sha256": shas[0] if len(shas) == 1 else shas} if shas else
+                          {"provider": config.model.provider, "name": config.model.name,
+                           "decoding": generation_settings(config)},
+            "aggregation": AGGREGATION_POLICY,
+            "repeats": self.repeats,
+            "retry": asdict(config.retry),
+            "tasks": hashlib.sha256(json.dumps([asdict(t) for t in self.tasks], sort_keys=True)
+                                    .encode("utf-8")).hexdigest(),
+        }
+
+    # --- generation --------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _from_predictions(task: GeoCase, predictions: Predictions) -> Prepared:
+        fields = {"task_id": task.task_id, "case_id": task.case_id, "repeat": task.repeat, "source": "predictions"}
+        if task.case_id not in predictions.responses:
+            return Prepared(None, fields | {"status": Status.MISSING.value, "text": None})
+        text = predictions.responses[task.case_id]
+        return Prepared(None, fields | {"status": Status.OK.value if text.strip() else Status.EMPTY.value,
+                                        "text": text})
+
+    def generation_calls(self) -> list[Call]:
+        if self.predictions:   # run n answers repeat n
+            return [Call(t.task_id, "model", functools.partial(self._from_predictions, t,
+                                                               self.predictions[t.repeat - 1]))
+                    for t in self.tasks]
+        settings = generation_settings(self.config)
+        return [Call(t.task_id, "model", functools.partial(
+            Prepared, ChatRequest(t.query, settings["max_tokens"], settings["temperature"]),
+            {"task_id": t.task_id, "case_id": t.case_id, "repeat": t.repeat, "source": "model"}))
+            for t in self.tasks]
+
+    # --- scoring (readings 12, 13) ------------------------------------------------------------------------
+
+    def _decided(self, task: GeoCase, response: Record) -> dict[str, Any] | None:
+        """The record of a score reached without a model call, or None when the judge must be asked."""
+        fields = {"task_id": task.task_id, "case_id": task.case_id, "repeat": task.repeat, "K": task.k,
+                  "status": "ok"}
+        if response["status"] != Status.OK:   # missing, empty, refused, failed_permanent
+            return fields | {"method": response["status"], "score": 0.0}
+        if exact_match(response["text"], task.golden):
+            return fields | {"method": "exact", "score": 1.0}
+        if self.judge_prompt is None:
+            score, elements = deterministic_score(response["text"], task.golden)
+            return fields | {"method": "deterministic", "score": score, "element_scores": elements}
+        return None
+
+    def judge_calls(self, responses: Mapping[str, Record]) -> list[Call]:
+        calls = []
+        for task in self.tasks:
+            response = responses.get(task.task_id)
+            if response is None or response["status"] == Status.FAILED_TRANSIENT:
+                continue   # still resumable at generation
+            decided = self._decided(task, response)
+            if decided is not None:
+                calls.append(Call(task.task_id, "judge1", functools.partial(Prepared, None, decided)))
+                continue
+            assert self.judge_prompt is not None
+            request = ChatRequest(prompts.render_geoktools_judge_prompt(task.query, task.golden, response["text"]),
+                                  max_tokens=self.config.options["judge_max_tokens"], temperature=None,
+                                  system=self.judge_prompt.text, json_schema=prompts.GEOKTOOLS_JUDGE_SCHEMA)
+            fields = {"task_id": task.task_id, "case_id": task.case_id, "repeat": task.repeat, "K": task.k}
+            calls.append(Call(task.task_id, "judge1", functools.partial(Prepared, request, fields),
+                              interpreter(read_verdict)))
+        return calls
+
+    # --- aggregation (readings 14, 15) --------------------------------------------------------------------
+
+    def score(self, responses: Mapping[str, Record], judgements: Mapping[str, Record]) -> dict[str, Any]:
+        rows: list[dict[str, Any]] = []
+        pending = 0
+        for task in self.tasks:
+            response, verdict = responses.get(task.task_id), judgements.get(task.task_id)
+            final = verdict if verdict is not None and verdict["status"] == "ok" else None
+            pending += final is None
+            rows.append({"task_id": task.task_id, "case_id": task.case_id, "repeat": task.repeat, "K": task.k,
+                         "status": response["status"] if response else "pending",
+                         "method": final.get("method") if final else None,
+                         "score": final["score"] if final else None,
+                         "element_scores": verdict.get("element_scores") if verdict else None,
+                         "judge_status": verdict["status"] if verdict else "pending",
+                         "reply": reply_of(verdict),
+                         "error": verdict.get("error") if verdict else None})
+        complete = pending == 0
+        counts = Counter(c["K"] for c in self.cases)
+        body: dict[str, Any] = {"complete": complete, "n_cases": len(self.cases), "repeats": self.repeats,
+                                "tasks": rows}
+        self.with_metrics(body)
+        body |= headline_keys(body, counts)
+        if complete and self.repeats > 1:
+            body["repeat_summary"] = repeat_summary(body)
+        body["methods"] = dict(Counter(r["method"] for r in rows if r["method"]))
+        body["status_counts"] = dict(Counter(r["status"] for r in rows))
+        body["resumable"] = {"judge_calls": pending}
+        body["judge_config"] = self.judge_config() | {
+            "routes_returned": sorted({v["model_route"] for v in judgements.values() if v.get("model_route")})}
+        if self.judge_prompt is None:
+            body["offline"] = True
+            body["label"] = DETERMINISTIC_LABEL
+        if self.files:
+            reports = [p.report(path) | {"repeat": n}
+                       for n, (path, p) in enumerate(zip(self.files, self.predictions), start=1)]
+            body["predictions_report"] = reports[0] if len(reports) == 1 else reports
+        # Repeats share their case's golden answer: each case once.
+        body |= golden_string_notes({c["id"]: (c["K"], c["golden"]) for c in self.cases})
+        body["tasks"] = body.pop("tasks")   # the rows last, after the numbers
+        return body
+
+    # --- evidence ------------------------------------------------------------------------------------------
+
+    def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
+                 scores: Mapping[str, Any]) -> list[ItemEvidence]:
+        by_case: dict[str, list[dict[str, Any]]] = {}
+        for row in scores["tasks"]:
+            by_case.setdefault(row["case_id"], []).append(row)
+        results = self.results(scores)
+        out = []
+        for case in self.cases:
+            rows = sorted(by_case.get(case["id"], []), key=lambda r: r["repeat"])
+            sections: list[Any] = [Fact("K", str(case["K"])), Passage("query", case["query"]),
+                                   Passage("golden list", case["golden"])]
+            blind = [f"element {i} {json.dumps(g, ensure_ascii=False)} (ROUGE-L scores it 0)"
+                     for i, g in enumerate(golden_list(case["golden"])) if isinstance(g, str) and rouge_blind(g)]
+            if blind:   # reading 23: only an exact match of the whole response scores these
+                sections.append(Fact("ROUGE-blind golden strings", "; ".join(blind)))
+            per_repeat: dict[str, float | None] = {}
+            for row in rows:
+                prefix = f"repeat {row['repeat']}: " if self.repeats > 1 else ""
+                text = (responses.get(row["task_id"]) or {}).get("text")
+                per_repeat[f"repeat {row['repeat']}"] = row["score"]
+                shown = "-" if row["score"] is None else f"{row['score']:.4f}"
+                sections.append(Fact(f"{prefix}status",
+                                     f"{row['status']}; scored by {row['method'] or '-'}; score {shown}"))
+                sections.append(Passage(f"{prefix}response", text))
+                sections.extend(self._elements(prefix, row, text, case["golden"]))
+                if row.get("reply") is not None:
+                    sections.append(Passage(f"{prefix}judge reply", row["reply"]))
+            out.append(ItemEvidence(case["id"], results.statuses[case["id"]], results.scores[case["id"]],
+                                    per_repeat if self.repeats > 1 else {}, tuple(sections)))
+        return out
+
+    @staticmethod
+    def _elements(prefix: str, row: Mapping[str, Any], text: str | None, golden: str) -> list[Any]:
+        """The parsed list and each element's score with the rule that produced it."""
+        columns = ("element", "golden", "predicted", "score", "rule")
+        method = row["method"]
+        if method in ("deterministic", "judge", "exact") and text is not None:
+            parsed, explained = explain(text, golden)
+            rows: list[tuple[int, Any, Any, float | None, str]] = list(explained)
+            if method == "exact":
+                rows = [(i, g, p, 1.0, "exact match of the whole response") for i, g, p, _, _ in rows]
+            elif method == "judge":
+                given = row.get("element_scores") or []
+                rows = [(i, g, p, given[i] if i < len(given) else None, "judge") for i, g, p, _, _ in rows]
+            return [Passage(f"{prefix}list parsed from the response",
+                            json.dumps(parsed, ensure_ascii=False) if parsed is not None else "(no parsable list)"),
+                    Table(f"{prefix}elements", columns,
+                          tuple((i, json.dumps(g, ensure_ascii=False), "(missing)" if p is None and rule in
+                                 ("missing", "no parsable list") else json.dumps(p, ensure_ascii=False),
+                                 score, rule) for i, g, p, score, rule in rows))]
+        if method is not None:   # missing, empty, refused ... response: 0 without a call
+            return [Fact(f"{prefix}elements", f"every element scores 0: the response is {method}")]
+        return []
+
+    # --- reading a scores.json ----------------------------------------------------------------------------
+
+    @classmethod
+    def metrics(cls) -> tuple[Metric, ...]:
+        return METRICS
+
+    @classmethod
+    def results(cls, scores: Mapping[str, Any]) -> ItemResults:
+        by_case: dict[str, list[Mapping[str, Any]]] = {}
+        for row in scores["tasks"]:
+            by_case.setdefault(row["case_id"], []).append(row)
+        ids = tuple(by_case)
+        repeats = max((r["repeat"] for r in scores["tasks"]), default=1)
+        values = [[NAN] * len(ids) for _ in range(repeats)]
+        for j, case in enumerate(ids):
+            for row in by_case[case]:
+                values[row["repeat"] - 1][j] = score_or_nan(row["score"])
+        item_scores = {case: (sum(r["score"] for r in rows) / len(rows)
+                              if all(r["score"] is not None for r in rows) else None)
+                       for case, rows in by_case.items()}
+        return ItemResults(
+            ids=ids, values=values, scores=item_scores,
+            statuses={case: "+".join(sorted({r["status"] for r in rows})) for case, rows in by_case.items()},
+            attempted={case: any(r["status"] != Status.MISSING for r in rows) for case, rows in by_case.items()},
+            strata={case: f"K={rows[0]['K']}" for case, rows in by_case.items()},
+            judges={case: {f"repeat {r['repeat']}": r["score"] for r in rows if r["score"] is not None}
+                    for case, rows in by_case.items()} if repeats > 1 else {})
+
+    @classmethod
+    def breakdown(cls, scores: Mapping[str, Any]) -> pd.DataFrame:
+        """Overall, per K and macro over K, each with its interval (resampled within K)."""
+        import pandas as pd
+
+        counts = Counter(r["K"] for r in scores["tasks"] if r["repeat"] == 1)
+        rows = []
+        for metric in METRICS:
+            ci = metric_ci(scores, metric.name) or {}
+            n = counts.get(int(metric.name[2:])) if metric.name.startswith("K=") else \
+                (scores.get("n_cases") if metric.name == "overall" else None)
+            rows.append((metric.label.split(":")[0], n, metric_value(scores, metric.name), ci.get("low"),
+                         ci.get("high")))
+        return pd.DataFrame(rows, columns=["stratum", "n", "mean", "ci_low", "ci_high"]).set_index("stratum")
+
+    @classmethod
+    def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
+        """Mean score per K with its bootstrap interval as error bars."""
+        from evalnb.core.figures import new_figure
+
+        fig = new_figure((6, 3.5))
+        ax = fig.subplots()
+        counts = Counter(r["K"] for r in scores["tasks"] if r["repeat"] == 1)
+        ks = [k for k in K_VALUES if counts.get(k) and metric_ci(scores, f"K={k}")]
+        if ks:
+            means = [metric_value(scores, f"K={k}") or 0.0 for k in ks]
+            cis = [metric_ci(scores, f"K={k}") or {} for k in ks]
+            lows = [m - (c["low"] if c.get("low") is not None else m) for m, c in zip(means, cis)]
+            highs = [(c["high"] if c.get("high") is not None else m) - m for m, c in zip(means, cis)]
+            ax.bar([f"K={k}\n(n={counts[k]})" for k in ks], means, color="#4c72b0", yerr=[lows, highs], capsize=6)
+            overall = metric_value(scores, "overall")
+            if overall is not None:
+                ax.axhline(overall, color="black", linestyle="--", linewidth=1, label=f"overall {overall:.3f}")
+                ax.legend(loc="lower right")
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("accuracy (mean case score)")
+        ci = metric_ci(scores, "overall") or {}
+        ax.set_title(offline_title(scores, f"accuracy by K, {int(ci.get('confidence', 0.95) * 100)}% bootstrap CI "
+                                           f"(n_boot={ci.get('n_boot', '-')}, seed={ci.get('seed', '-')})"))
+        return fig
+
+    @classmethod
+    def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
+        """Reading 23: the golden strings ROUGE-L cannot see."""
+        note = (scores.get("rouge_blind_golden_strings") or {}).get("note", "")
+        return [(f"Golden strings ROUGE-L cannot see (reading 23). {note}", rouge_blind_table(scores))]
+
+
+def headline_keys(body: Mapping[str, Any], counts: Mapping[int, int]) -> dict[str, Any]:
+    """The headline keys scores.json has always had, from the declared metrics."""
+    if not body["complete"]:
+        return {"overall": None, "n": sum(counts.values()), "by_k": None, "macro_over_k": None, "ci": None}
+    return {"overall": metric_value(body, "overall"), "n": sum(counts.values()),
+            "by_k": {str(k): {"mean": metric_value(body, f"K={k}"), "n": counts.get(k, 0)} for k in K_VALUES},
+            "macro_over_k": metric_value(body, "macro_over_k"),
+            "ci": {"overall": metric_ci(body, "overall"), "macro_over_k": metric_ci(body, "macro_over_k"),
+                   "by_k": {str(k): metric_ci(body, f"K={k}") for k in K_VALUES}}}
+
+
+def repeat_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Each repeat's numbers alone, and their mean and s.d. across repeats."""
+    results = GeoKTools.results(body)
+    strata = [results.strata[i] for i in results.ids]
+    per_metric = {m.name: stats.per_repeat(m, results.values, strata) for m in METRICS}
+    heads = [{"overall": per_metric["overall"][r], "macro_over_k": per_metric["macro_over_k"][r],
+              "by_k": {str(k): per_metric[f"K={k}"][r] for k in K_VALUES}} for r in range(results.repeats)]
+    return {"per_repeat": heads, "overall": stats.mean_sd(per_metric["overall"]),
+            "macro_over_k": stats.mean_sd(per_metric["macro_over_k"]),
+            "by_k": {str(k): stats.mean_sd(per_metric[f"K={k}"]) for k in K_VALUES}}
+
+
+# --- what the string scorer cannot see (reading 23) -------------------------------------------
+
+def rouge_blind_table(source: Mapping[str, Any] | _HasPath) -> pd.DataFrame:
+    """Reading 23 for the report: one row per golden string element ROUGE-L cannot see.
+
+    ``source`` is a scores.json body or a run; other benchmarks give an empty table.
+    """
+    import pandas as pd   # here, not at import: loading a benchmark stays light
+
+    if isinstance(source, Mapping):
+        scores: Mapping[str, Any] = source
+    else:
+        scores = json.loads(source.path("scores.json").read_text("utf-8"))
+    entries = (scores.get("rouge_blind_golden_strings") or {}).get("elements", [])
+    return pd.DataFrame(entries, columns=["case_id", "K", "index", "text"]).rename(
+        columns={"index": "element", "text": "golden string (no [a-z0-9] token)"})

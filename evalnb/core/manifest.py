@@ -1,0 +1,69 @@
+"""The run manifest: what produced these numbers (versions, commit, times, routes)."""
+
+from __future__ import annotations
+
+import functools
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from evalnb.core.records import read_json_if_exists, write_json
+
+PACKAGES = ("evalnb", "openai", "anthropic", "google-genai", "papermill", "nbclient",
+            "nbconvert", "ipykernel", "pandas", "numpy", "scipy", "matplotlib", "rouge-score")
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@functools.cache   # the environment of a process does not change while it runs
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+@functools.cache
+def git_commit(where: Path) -> str | None:
+    """The evalnb checkout's commit (with ``-dirty`` when it has uncommitted changes)."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True,
+                                text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("-dirty" if dirty else "")
+
+
+def update_manifest(path: Path, *, environment: bool = True, **fields: Any) -> dict[str, Any]:
+    """Merge ``fields`` into the manifest (``stages`` merged per stage).
+
+    ``environment``: record the package versions and commit again (a dozen metadata look-ups
+    and two ``git`` processes). ``evalnb run`` records them once per command; its stage
+    kernels, which run the same interpreter moments later, pass False.
+    """
+    manifest = read_json_if_exists(path) or {
+        "created_at": utc_now(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
+    if environment or "packages" not in manifest:
+        manifest["packages"] = dict(package_versions())
+        manifest["git_commit"] = git_commit(Path(__file__).resolve().parent)
+    stages = fields.pop("stages", None)
+    manifest.update(fields)
+    if stages:
+        manifest.setdefault("stages", {}).update(stages)
+    manifest["updated_at"] = utc_now()
+    write_json(path, manifest)
+    return manifest

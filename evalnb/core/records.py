@@ -1,0 +1,116 @@
+"""What a run leaves on disk: append-only JSONL stores and atomically written JSON.
+
+A stage store holds one line per finished call. The latest line for a key wins, so a
+resumed run appends instead of rewriting. A process killed mid-write leaves at most a torn
+last line: it is dropped (that call was still in flight) and redone; a complete last
+record that only lacks its newline is kept and the newline added. Everything written
+passes through the secret filter (values of the run's key variables).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from evalnb.core.errors import DataError
+from evalnb.core.redaction import redact_values
+
+
+def write_json(path: Path, value: Any, *, indent: int | None = 2) -> None:
+    """Write whole or not at all: a reader never sees half a file. ``indent=None`` for large
+    files read by programs (about five times faster to write: json's C encoder)."""
+    write_text(path, json.dumps(value, indent=indent, ensure_ascii=False, default=str) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write whole or not at all, the registered key values redacted."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = redact_values(text)
+    # A unique temporary name: two writers never share (or remove) each other's file.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json_if_exists(path: Path) -> Any:
+    return json.loads(path.read_text("utf-8")) if path.exists() else None
+
+
+class JsonlStore:
+    """One stage's records, keyed by ``record["key"]``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: TextIO | None = None
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        if not self.path.exists():
+            return {}
+        self._heal()
+        records: dict[str, dict[str, Any]] = {}
+        for number, line in enumerate(self.path.read_bytes().split(b"\n"), start=1):
+            if not line.strip():
+                continue
+            record = _parse_record(line)
+            if record is None:
+                raise DataError(str(self.path), "corrupt record (not a JSON object with a key)",
+                                line=number)
+            records[record["key"]] = record
+        return records
+
+    def _heal(self) -> None:
+        """End the file on a newline: keep a complete unterminated record, drop a torn one."""
+        with self.path.open("r+b") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+            # Find the start of the unterminated last line, reading backwards in blocks.
+            start, block = size, 1 << 16
+            while start > 0:
+                begin = max(0, start - block)
+                f.seek(begin)
+                newline = f.read(start - begin).rfind(b"\n")
+                if newline >= 0:
+                    start = begin + newline + 1
+                    break
+                start = begin
+            f.seek(start)
+            if _parse_record(f.read()) is not None:
+                f.write(b"\n")      # a complete record whose newline the kill cut off
+            else:
+                f.truncate(start)   # the write a kill interrupted: that call is redone
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists():
+                self._heal()   # every append starts on a fresh line
+            self._file = self.path.open("a", encoding="utf-8")
+        # One write and a flush per record: a killed process loses only calls in flight.
+        self._file.write(redact_values(json.dumps(record, ensure_ascii=False, default=str)) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _parse_record(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return record if isinstance(record, dict) and "key" in record else None

@@ -1,0 +1,212 @@
+"""The statistics every benchmark reuses: one seeded, stratified bootstrap over a matrix of
+item scores that gives an interval for any declared metric (in the spirit of rliable's
+``get_interval_estimates``), paired differences, and spread across repeats.
+
+The matrix is repeats x items (NaN where an item has no score of its own). One replicate:
+
+1. for each stratum, in sorted label order, draw ``n_s`` of its columns with replacement
+   (``rng.integers(0, n_s, size=(rows, n_s))``) and put them in that stratum's positions,
+   so every column stays in its stratum (e.g. within K);
+2. when there is more than one repeat, draw for every drawn column ``repeats`` of its rows
+   with replacement (``rng.integers(0, repeats, size=(rows, repeats, items))``): repeats are
+   resampled within their item, not averaged away first;
+3. every metric is computed on the replicate.
+
+Replicates are drawn in blocks of ``rows`` (all ``n_boot`` at once for matrices up to two
+million cells) from numpy's PCG64 generator seeded with ``seed``, so the same seed gives the
+same intervals on every run and machine. The interval is the 95 % percentile interval of
+the replicates (``n_boot = 10000``, seed 0 by default), as the protocols specify;
+replicates where a metric is undefined (no item scored) are left out. With one repeat and
+one stratum, step 1 is the plain bootstrap of the mean over items.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from evalnb.core.types import Metric, MetricFn
+
+N_BOOT = 10_000
+CONFIDENCE = 0.95
+_CHUNK = 2_000_000   # resampled cells per block: bounds memory for large matrices
+METHOD = "percentile bootstrap: items resampled within strata, repeats within items"
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float | None
+    high: float | None
+    mean: float | None          # the metric's value on the data itself
+    n: int                      # items
+    n_boot: int
+    seed: int
+    confidence: float = CONFIDENCE
+    method: str = METHOD
+    repeats: int = 1
+    strata: int = 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _number(value: Any) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def strata_columns(strata: Sequence[str] | None, n: int) -> dict[str, np.ndarray]:
+    """Stratum label -> the indices of its columns, labels sorted (one stratum "" by default)."""
+    labels = np.asarray(list(strata) if strata is not None else [""] * n, dtype=object)
+    if len(labels) != n:
+        raise ValueError(f"{len(labels)} stratum labels for {n} items")
+    return {label: np.flatnonzero(labels == label) for label in sorted(set(labels.tolist()))}
+
+
+def _replicates(matrix: np.ndarray, groups: Mapping[str, np.ndarray], n_boot: int,
+                rng: np.random.Generator) -> Any:
+    """Blocks of resampled matrices, shape (rows, repeats, items)."""
+    repeats, n = matrix.shape
+    rows = max(1, _CHUNK // max(1, repeats * n))
+    for start in range(0, n_boot, rows):
+        b = min(rows, n_boot - start)
+        columns = np.empty((b, n), dtype=np.intp)
+        for idx in groups.values():
+            columns[:, idx] = idx[rng.integers(0, len(idx), size=(b, len(idx)))]
+        if repeats == 1:
+            yield matrix[0][columns][:, None, :]
+        else:
+            rows_drawn = rng.integers(0, repeats, size=(b, repeats, n))
+            yield matrix[rows_drawn, columns[:, None, :]]
+
+
+def interval_estimates(values: Any, metrics: Mapping[str, MetricFn], *, strata: Sequence[str] | None = None,
+                       n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE) -> dict[str, Interval]:
+    """For each metric, its value on ``values`` (repeats x items, or one row of items) and its
+    percentile bootstrap interval, all metrics from the same replicates (see the module doc)."""
+    if not metrics:
+        return {}
+    matrix = np.asarray(values, dtype=float)
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    repeats, n = matrix.shape if matrix.size else (max(1, matrix.shape[0]), 0)
+    if n == 0:
+        return {name: Interval(None, None, None, 0, n_boot, seed, confidence, repeats=repeats, strata=0)
+                for name in metrics}
+    groups = strata_columns(strata, n)
+    draws: dict[str, list[np.ndarray]] = {name: [] for name in metrics}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for sample in _replicates(matrix, groups, n_boot, np.random.default_rng(seed)):
+            for name, fn in metrics.items():
+                draws[name].append(np.asarray(fn(sample, groups), dtype=float).reshape(len(sample)))
+        points = {name: _number(fn(matrix, groups)) for name, fn in metrics.items()}
+    alpha = (1 - confidence) / 2
+    out = {}
+    for name in metrics:
+        reps = np.concatenate(draws[name])
+        reps = reps[np.isfinite(reps)]
+        low, high = (np.quantile(reps, [alpha, 1 - alpha]) if len(reps) else (math.nan, math.nan))
+        out[name] = Interval(_number(low), _number(high), points[name], n, n_boot, seed, confidence,
+                             repeats=repeats, strata=len(groups))
+    return out
+
+
+def metric_intervals(values: Any, metrics: Sequence[Metric], *, strata: Sequence[str] | None = None,
+                     n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE) -> dict[str, Interval]:
+    """:func:`interval_estimates` for declared metrics (those with ``interval``); the others get
+    their value only."""
+    with_ci = {m.name: m.fn for m in metrics if m.interval}
+    out = interval_estimates(values, with_ci, strata=strata, n_boot=n_boot, seed=seed, confidence=confidence)
+    matrix = np.asarray(values, dtype=float)
+    matrix = matrix[None, :] if matrix.ndim == 1 else matrix
+    groups = strata_columns(strata, matrix.shape[-1]) if matrix.size else {}
+    for metric in metrics:
+        if not metric.interval:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                value = _number(metric.fn(matrix, groups)) if matrix.size else None
+            out[metric.name] = Interval(None, None, value, matrix.shape[-1] if matrix.size else 0, 0, seed,
+                                        confidence, method="no interval", repeats=len(matrix), strata=len(groups))
+    return out
+
+
+# --- metric building blocks: functions of (..., repeats, items) arrays, safe on empty strata ----------
+
+def cell_mean(values: np.ndarray, columns: np.ndarray | None = None, *, missing: str = "exclude") -> np.ndarray:
+    """Mean over repeats and items (of ``columns`` only, when given). ``missing="exclude"``
+    leaves NaN cells out (NaN when none is left); ``"zero"`` counts them as 0."""
+    part = values if columns is None else values[..., columns]
+    if missing == "zero":
+        part = np.nan_to_num(part, nan=0.0)
+    present = ~np.isnan(part)
+    total = np.where(present, part, 0.0).sum(axis=(-2, -1))
+    count = present.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def share_present(values: np.ndarray) -> np.ndarray:
+    """The share of cells that hold a score."""
+    return (~np.isnan(values)).mean(axis=(-2, -1))
+
+
+def macro_mean(values: np.ndarray, strata: Mapping[str, np.ndarray], *, missing: str = "exclude") -> np.ndarray:
+    """The mean of the per-stratum means, over strata that have items."""
+    means = [cell_mean(values, idx, missing=missing) for idx in strata.values() if len(idx)]
+    if not means:
+        return np.full(values.shape[:-2], np.nan)
+    stacked = np.stack(means)
+    present = ~np.isnan(stacked)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(present.any(axis=0), np.where(present, stacked, 0.0).sum(axis=0) / present.sum(axis=0), np.nan)
+
+
+# --- the plain cases ------------------------------------------------------------------------------
+
+def mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def _mean_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
+    return cell_mean(values)
+
+
+def bootstrap_ci(values: Sequence[float], *, n_boot: int = N_BOOT, seed: int = 0,
+                 confidence: float = CONFIDENCE, strata: Sequence[str] | None = None) -> Interval:
+    """Percentile interval of the mean of ``values`` (one score per item)."""
+    return interval_estimates(list(values), {"mean": _mean_fn}, strata=strata, n_boot=n_boot, seed=seed,
+                              confidence=confidence)["mean"]
+
+
+def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], *, n_boot: int = N_BOOT,
+                        seed: int = 0, confidence: float = CONFIDENCE,
+                        strata: Sequence[str] | None = None) -> Interval:
+    """Interval of mean(a - b) over paired items, resampling items (not models)."""
+    if len(a) != len(b):
+        raise ValueError("paired samples must have the same length")
+    return bootstrap_ci([x - y for x, y in zip(a, b)], n_boot=n_boot, seed=seed, confidence=confidence,
+                        strata=strata)
+
+
+def per_repeat(metric: Metric, values: Any, strata: Sequence[str] | None = None) -> list[float | None]:
+    """The metric on each repeat's row alone."""
+    matrix = np.asarray(values, dtype=float)
+    groups = strata_columns(strata, matrix.shape[-1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return [_number(metric.fn(matrix[r:r + 1], groups)) for r in range(matrix.shape[0])]
+
+
+def mean_sd(values: Sequence[float | None]) -> dict[str, float | int | None]:
+    """Mean and sample standard deviation (n - 1) across repeats; null entries are skipped."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return {"mean": None, "sd": None, "n": 0}
+    sd = float(np.std(present, ddof=1)) if len(present) > 1 else None
+    return {"mean": float(np.mean(present)), "sd": sd, "n": len(present)}
+
+
+def is_finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

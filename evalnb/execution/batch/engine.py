@@ -1,0 +1,440 @@
+"""One stage's batched calls: collection, submission in provider-sized chunks, waiting.
+
+Each pass over a stage (every ``evalnb run``, and every poll under ``--wait``):
+
+1. Every batch of the stage still in flight is advanced: an intent is looked up at the
+   provider (adopted, or abandoned when the provider never got it); a submitted batch is
+   polled once. A finished batch's results are written into the stage's store, one record per
+   call, exactly as the live runner writes them, plus a ``batch`` field naming the batch; a
+   request that failed inside the batch is recorded like the same failure of a live call
+   (transient: resumable; permanent: final); a request the batch did not answer, and every
+   call of a batch that failed or expired as a whole, is transient.
+2. Every call of a batched endpoint that has no final record and is not in a batch in flight
+   is prepared (a document read only now), and chunks no larger than the provider's limits
+   are submitted, each recorded in the journal as an intent before the provider is asked.
+   A call that failed transiently inside a batch goes into a new batch, or is made live when
+   the endpoint says ``batch: {resend: live}``; a request too large for any batch is made live.
+
+Calls of live endpoints run side by side, as without batch mode, except those a batch in
+flight still holds (an endpoint switched from batch to live mid-run): they wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from evalnb.execution.batch import limits, wait_interval
+from evalnb.execution.batch.backends import Backend, Outcome, backend_for, epoch, lost, management_error
+from evalnb.execution.batch.journal import CALLS_DIR, IN_FLIGHT, Entry, Journal, read_only
+from evalnb.config import EndpointConfig
+from evalnb.core.manifest import utc_now
+from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
+from evalnb.core.records import JsonlStore
+from evalnb.core.redaction import redact
+from evalnb.providers.retry import RetryPolicy
+from evalnb.execution.runner import Call, Record, completion_fields, run_calls
+
+# Tests only: exit at once after the provider accepted a batch, before the journal says so.
+CRASH_ENV = "EVALNB_CRASH_AFTER_BATCH_CREATE"
+
+
+async def run_stage(calls: Sequence[Call], pool: Mapping[str, Provider], endpoints: Mapping[str, EndpointConfig],
+                    store: JsonlStore, run: Any, *, done: Any, desc: str) -> Counter[str]:
+    """A stage's calls: batched endpoints through their batch APIs, the others live, side by side.
+    Without batch mode or batches in flight this is :func:`evalnb.execution.runner.run_calls` itself."""
+    policy, concurrency = run.config.retry, run.config.concurrency
+    batches = StageBatches(run.dir, desc, calls, endpoints)
+    if not batches.active:
+        return await run_calls(calls, pool, store, policy, is_done=done, desc=desc, concurrency=concurrency)
+    try:
+        batched, live = await asyncio.gather(
+            batches.run(store, pool, policy, done, concurrency),
+            run_calls(batches.live_calls, pool, store, policy, is_done=done, desc=desc, concurrency=concurrency))
+    finally:
+        store.close()
+    return batched + live
+
+
+@dataclass
+class Chunk:
+    """A batch being filled: its calls, and its requests spooled to a file (a file input)
+    and/or held in memory (inline requests) while they stay within the inline limit."""
+
+    tag: str
+    spool: Path | None                # the file copy (backends that upload a file), or None
+    inline_limit: int | None          # bytes held inline at most; None: no limit; 0: never inline
+    lines: list[Any] | None = None    # the inline requests, None once past the inline limit
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    size: int = 0
+
+    def __post_init__(self) -> None:
+        self.lines = [] if self.inline_limit != 0 else None
+
+    def custom_id(self) -> str:
+        return f"{self.tag}-{len(self.rows)}"
+
+    def add(self, call: Call, fields: Mapping[str, Any], custom_id: str, line: Any, data: bytes) -> None:
+        if self.spool is not None:
+            with self.spool.open("ab") as f:   # documents are not all held at once
+                f.write(data)
+        self.size += len(data)
+        if self.lines is not None:
+            if self.inline_limit is not None and self.size > self.inline_limit:
+                self.lines = None   # too large to send inline: the spooled file goes instead
+            else:
+                self.lines.append(line)
+        self.rows.append({"custom_id": custom_id, "key": call.key, "fields": dict(fields)})
+
+
+class StageBatches:
+    """The batch side of one stage in one process: its journal entries, clients and calls."""
+
+    def __init__(self, run_dir: Path, stage: str, calls: Sequence[Call],
+                 endpoints: Mapping[str, EndpointConfig]) -> None:
+        self.dir, self.stage, self.endpoints = run_dir, stage, endpoints
+        self.journal = Journal(run_dir)
+        self.batched = [role for role, e in endpoints.items() if e.mode == "batch"]
+        held = self.held_keys()
+        self.by_key = {c.key: c for c in calls}
+        self.batch_calls = [c for c in calls if c.endpoint in self.batched]
+        self.live_calls = [c for c in calls if c.endpoint not in self.batched and c.key not in held]
+        self._backends: dict[str, Backend] = {}
+        self._clients: list[Provider] = []
+
+    @property
+    def active(self) -> bool:
+        return bool(self.batched) or bool(self.journal.in_flight(self.stage))
+
+    def held_keys(self) -> set[str]:
+        return {row["key"] for e in self.journal.in_flight(self.stage) for row in self.journal.calls(e)}
+
+    def backend(self, role: str) -> Backend | None:
+        if role not in self._backends:
+            endpoint = self.endpoints.get(role)
+            if endpoint is None or endpoint.provider not in ("openai", "anthropic", "gemini"):
+                return None
+            from evalnb.providers import make_provider
+            live = make_provider(replace(endpoint, rate_limit=None))   # batch limits are the provider's own
+            assert live is not None
+            self._clients.append(live)
+            self._backends[role] = backend_for(endpoint.provider, live)
+        return self._backends[role]
+
+    # -- the passes ------------------------------------------------------------------------
+
+    async def run(self, store: JsonlStore, pool: Mapping[str, Provider], policy: RetryPolicy, done: Any,
+                  concurrency: int) -> Counter[str]:
+        statuses: Counter[str] = Counter()
+        sent: Counter[str] = Counter()   # batches each call went into during this process
+        interval = wait_interval()
+        bar: tqdm | None = None
+        try:
+            while True:
+                for entry in self.journal.in_flight(self.stage):
+                    statuses += await self.advance(entry, store, done)
+                again_live = await self.submit_pending(store, done, policy, sent, statuses)
+                if again_live:
+                    statuses += await run_calls(again_live, pool, store, policy, is_done=done,
+                                                desc=f"{self.stage} (live)", concurrency=concurrency)
+                flight = self.journal.in_flight(self.stage)
+                if not flight or interval is None:
+                    break
+                bar = self.progress(bar, flight, interval)
+                await asyncio.sleep(interval)
+        finally:
+            if bar is not None:
+                bar.close()
+            self.journal.close()
+            for client in self._clients:
+                await client.aclose()
+        return statuses
+
+    def progress(self, bar: tqdm | None, flight: list[Entry], interval: float) -> tqdm:
+        waiting = sum(e["calls"] for e in flight)
+        if bar is None:
+            bar = tqdm(total=waiting, desc=f"{self.stage}: batches", unit="call", file=sys.stderr)
+        bar.total = max(bar.total or 0, bar.n + waiting)
+        bar.n = bar.total - waiting
+        bar.set_postfix_str(f"{len(flight)} batch(es) running, next poll in {interval:g}s", refresh=True)
+        return bar
+
+    async def advance(self, entry: Entry, store: JsonlStore, done: Any) -> Counter[str]:
+        """Look an intent up, or poll a submitted batch; collect it when it has ended."""
+        backend = self.backend(entry["endpoint"])
+        if backend is None:
+            return Counter()   # its endpoint is no longer configured: left as it is
+        if entry["state"] == "intent":
+            claimed = {e["batch_id"] for e in self.journal.batches() if e.get("batch_id")}
+            try:
+                found = await backend.find(entry["key"], float(entry["intent_ts"]), entry["calls"], claimed)
+            except Exception as error:   # noqa: BLE001 - the provider unreachable: try on the next pass
+                self.note_error(entry, error)
+                return Counter()
+            if found is None:
+                self.journal.update(entry, state="abandoned", note="not found at the provider: never submitted; "
+                                                                   "its calls go into a new batch")
+                return Counter()
+            entry = self.journal.update(entry, state="submitted", batch_id=found, adopted=True,
+                                        submitted_at=entry["intent_at"], submitted_ts=entry["intent_ts"])
+        try:
+            poll = await backend.poll(entry["batch_id"])
+        except Exception as error:   # noqa: BLE001 - polled again on the next pass
+            self.note_error(entry, error)
+            return Counter()
+        if poll.state == "running":
+            # A line per change of state, not per poll: days of --wait keep the journal small.
+            if poll.provider_state != entry.get("provider_state") or entry.get("last_error"):
+                self.journal.update(entry, provider_state=poll.provider_state, counts=poll.counts, last_error=None)
+            return Counter()
+        rows = self.journal.calls(entry)
+        finished_at = poll.finished_at or utc_now()
+        finished = {"provider_state": poll.provider_state, "counts": poll.counts, "finished_at": finished_at}
+        if poll.state == "failed":
+            failure = ProviderError("transient", f"batch failed as a whole ({poll.provider_state})"
+                                    + (f": {poll.error}" if poll.error else ""), code="batch_failed")
+            counts = self.write(entry, rows, {}, failure, store, done, finished_at)
+            self.journal.update(entry, state="failed", error=failure.message, collected_at=utc_now(),
+                                results=dict(counts), **finished)
+            return counts
+        try:
+            results = await backend.results(poll, [r["custom_id"] for r in rows])
+        except Exception as error:   # noqa: BLE001 - collected on the next pass
+            self.journal.update(entry, last_error=redact(management_error(error).message), **finished)
+            return Counter()
+        ours = {r["custom_id"] for r in rows}
+        if entry.get("adopted") and results and not any(cid in ours for cid, _ in results):
+            self.journal.update(entry, state="abandoned", note="adopted by time and size, but its results carry "
+                                                               "another batch's ids: not this run's", **finished)
+            return Counter()
+        outcomes = {cid: outcome for cid, outcome in results if cid in ours}
+        missing = lost("expired" if "EXPIRED" in poll.provider_state.upper() else "missing",
+                       f"no result in batch {entry['batch_id']} ({poll.provider_state})")
+        counts = self.write(entry, rows, outcomes, missing, store, done, finished_at)
+        self.journal.update(entry, state="collected", collected_at=utc_now(), results=dict(counts), **finished)
+        return counts
+
+    def note_error(self, entry: Entry, error: Exception) -> None:
+        """Why a batch could not be looked up or polled (recorded once per new message)."""
+        message = redact(management_error(error).message)
+        if message != self.journal.entries.get(entry["key"], entry).get("last_error"):
+            self.journal.update(entry, last_error=message)
+
+    def write(self, entry: Entry, rows: list[dict[str, Any]], outcomes: Mapping[str, Outcome],
+              otherwise: ProviderError, store: JsonlStore, done: Any, finished_at: str) -> Counter[str]:
+        """Each call's record, as the live runner would write it for the same reply."""
+        stored = store.load()
+        counts: Counter[str] = Counter()
+        submitted = float(entry.get("submitted_ts") or entry["intent_ts"])
+        elapsed = round(max(0.0, epoch(finished_at) - submitted), 3)
+        for row in rows:
+            call = self.by_key.get(row["key"])
+            previous = stored.get(row["key"])
+            if call is None or (previous is not None and done(previous)):
+                continue   # no longer asked for, or answered meanwhile: nothing to change
+            outcome = outcomes.get(row["custom_id"], otherwise)
+            record: Record = {"key": call.key, "endpoint": entry["endpoint"], **row["fields"], "attempts": 1,
+                              "waits": [], "started_at": submitted, "elapsed_s": elapsed}
+            if isinstance(outcome, Completion):
+                try:
+                    record.update(completion_fields(outcome))
+                    record.update(call.interpret(outcome))
+                except Exception as error:   # noqa: BLE001 - a failure belongs to its call
+                    record.update(status="failed_transient", text=None, error={
+                        "kind": "transient", "status_code": None, "code": "unexpected",
+                        "message": redact(f"{type(error).__name__}: {error}")})
+            else:
+                record.update(status=f"failed_{outcome.kind}", text=None, error=outcome.as_dict())
+            record["batch"] = {"id": entry["batch_id"], "tag": entry["key"], "custom_id": row["custom_id"],
+                               "provider": entry["provider"]}
+            store.append(record)
+            counts[record["status"]] += 1
+        return counts
+
+    async def submit_pending(self, store: JsonlStore, done: Any, policy: RetryPolicy, sent: Counter[str],
+                             statuses: Counter[str]) -> list[Call]:
+        """Submit every batched call that needs an answer and is not in flight; return the
+        calls to make live instead (resent live by the endpoint's choice, or too large)."""
+        stored = store.load()
+        held = self.held_keys()
+        live: list[Call] = []
+        for role in self.batched:
+            endpoint, backend = self.endpoints[role], self.backend(role)
+            assert backend is not None
+            options = endpoint.batch or {}
+            limit = limits(endpoint.provider).capped(options)
+            pending = [c for c in self.batch_calls if c.endpoint == role and c.key not in held
+                       and not (c.key in stored and done(stored[c.key])) and sent[c.key] <= policy.max_retries]
+            if options.get("resend") == "live":
+                again = {c.key for c in pending if c.key in stored and stored[c.key].get("batch")}
+                live += [c for c in pending if c.key in again]
+                pending = [c for c in pending if c.key not in again]
+            chunk: Chunk | None = None
+            for call in pending:
+                request, fields = self.prepare(call, store, statuses)
+                if request is None:
+                    continue
+                if chunk is None:
+                    chunk = self.new_chunk(role, limit.inline_bytes)
+                custom_id = chunk.custom_id()
+                line = backend.line(custom_id, request)
+                data = backend.line_bytes(line)
+                if len(data) > limit.max_bytes:
+                    print(f"WARNING: {call.key}: {len(data):,} bytes, more than one {endpoint.provider} batch "
+                          f"may hold ({limit.max_bytes:,}): sent live", file=sys.stderr)
+                    live.append(call)
+                    continue
+                if chunk.rows and (len(chunk.rows) >= limit.max_requests or chunk.size + len(data) > limit.max_bytes):
+                    statuses += await self.submit(chunk, role, backend, store)
+                    chunk = self.new_chunk(role, limit.inline_bytes)
+                    custom_id = chunk.custom_id()
+                    line = backend.line(custom_id, request)
+                    data = backend.line_bytes(line)
+                chunk.add(call, fields, custom_id, line, data)
+                sent[call.key] += 1
+            if chunk is not None and chunk.rows:
+                statuses += await self.submit(chunk, role, backend, store)
+        return live
+
+    def prepare(self, call: Call, store: JsonlStore, statuses: Counter[str]
+                ) -> tuple[ChatRequest | None, Mapping[str, Any]]:
+        """The call's request; a call decided without a model is recorded here, as live."""
+        try:
+            prepared = call.prepare()
+        except Exception as error:   # noqa: BLE001 - a failure belongs to its call
+            record: Record = {"key": call.key, "endpoint": call.endpoint, "status": "failed_transient",
+                              "text": None, "attempts": 0,
+                              "error": {"kind": "transient", "status_code": None, "code": "unexpected",
+                                        "message": redact(f"{type(error).__name__}: {error}")}}
+            store.append(record)
+            statuses[record["status"]] += 1
+            return None, {}
+        if prepared.request is None:
+            record = {"key": call.key, "endpoint": call.endpoint, **prepared.fields}
+            record.setdefault("attempts", 0)
+            store.append(record)
+            statuses[record["status"]] += 1
+        return prepared.request, prepared.fields
+
+    def new_chunk(self, role: str, inline_bytes: int | None) -> Chunk:
+        """A chunk spooled to a file unless its provider always takes requests inline."""
+        tag = self.journal.next_tag(self.stage, role)
+        spool = None
+        if inline_bytes is not None:
+            spool = self.dir / CALLS_DIR / f"{tag}.input.jsonl"
+            spool.parent.mkdir(parents=True, exist_ok=True)
+            spool.unlink(missing_ok=True)
+        return Chunk(tag, spool, inline_bytes)
+
+    async def submit(self, chunk: Chunk, role: str, backend: Backend, store: JsonlStore) -> Counter[str]:
+        """Intent first, then the provider; a crash in between is resolved on the next pass."""
+        endpoint = self.endpoints[role]
+        self.journal.write_calls(chunk.tag, chunk.rows)
+        entry = self.journal.record({
+            "key": chunk.tag, "stage": self.stage, "endpoint": role, "provider": endpoint.provider,
+            "model": endpoint.name, "state": "intent", "batch_id": None, "calls": len(chunk.rows),
+            "bytes": chunk.size, "intent_at": utc_now(), "intent_ts": time.time()})
+        try:
+            batch_id, extra = await backend.submit(chunk.tag, chunk.lines, chunk.spool)
+        except Exception as error:   # noqa: BLE001
+            failure = management_error(error)
+            if failure.kind == "permanent":   # refused outright: no batch exists
+                counts = self.write(entry | {"batch_id": None}, chunk.rows, {}, failure, store, lambda r: False,
+                                    utc_now())
+                self.journal.update(entry, state="rejected", error=failure.as_dict())
+                return counts
+            # Maybe created, maybe not: the intent stays, and is looked up on the next pass.
+            self.journal.update(entry, last_error=failure.message)
+            return Counter()
+        finally:
+            if chunk.spool is not None:
+                chunk.spool.unlink(missing_ok=True)
+        if os.environ.get(CRASH_ENV):
+            os._exit(75)
+        self.journal.update(entry, state="submitted", batch_id=batch_id, submitted_at=utc_now(),
+                            submitted_ts=time.time(), **extra)
+        return Counter()
+
+
+# --- what the command line and the records show ------------------------------------------------
+
+def in_flight(run_dir: Path) -> list[Entry]:
+    return [e for e in read_only(run_dir) if e["state"] in IN_FLIGHT]
+
+
+def waiting_line(run_dir: Path) -> str | None:
+    """One line for a run that still waits for batches, or None."""
+    flight = in_flight(run_dir)
+    if not flight:
+        return None
+    calls = sum(e["calls"] for e in flight)
+    since = min(e.get("submitted_at") or e["intent_at"] for e in flight)
+    stages = ", ".join(sorted({e["stage"] for e in flight}))
+    return (f"waiting for {len(flight)} batch{'es' if len(flight) != 1 else ''} ({calls:,} calls; {stages}) "
+            f"submitted since {since}; run the same command again to collect")
+
+
+SUMMARY_KEYS = ("key", "stage", "endpoint", "provider", "model", "batch_id", "state", "provider_state", "calls",
+                "intent_at", "submitted_at", "finished_at", "collected_at", "results", "adopted", "error", "note",
+                "last_error")
+
+
+def summary(entry: Entry) -> dict[str, Any]:
+    return {k: entry[k] for k in SUMMARY_KEYS if entry.get(k) is not None}
+
+
+def stage_manifest(run_dir: Path, stage: str, endpoints: Mapping[str, EndpointConfig]) -> dict[str, Any]:
+    """The manifest's account of a stage's batches (nothing for a stage that never batched)."""
+    entries = [summary(e) for e in read_only(run_dir) if e["stage"] == stage]
+    modes = {role: e.mode for role, e in endpoints.items()}
+    if not entries and all(m == "live" for m in modes.values()):
+        return {}
+    return {"modes": modes, "batches": entries}
+
+
+STATUS_COLUMNS = (("stage", "stage"), ("endpoint", "endpoint"), ("provider", "provider"), ("batch_id", "batch id"),
+                  ("state", "state"), ("provider_state", "provider says"), ("calls", "calls"),
+                  ("submitted_at", "submitted"), ("finished_at", "finished"), ("results", "results"))
+
+
+def status_text(run_dir: Path) -> str:
+    """``evalnb status``: the run's state and every batch, from the run directory alone."""
+    from evalnb.core.records import read_json_if_exists
+
+    status = read_json_if_exists(run_dir / "status.json")
+    lines = [f"run: {run_dir}",
+             "state: " + (f"{status['state']} (resumable: {status.get('resumable')}; updated {status.get('updated_at')})"
+                          if status else "not aggregated yet")]
+    entries = read_only(run_dir)
+    if not entries:
+        lines.append("batches: none (every endpoint live)")
+        return "\n".join(lines)
+    flight = [e for e in entries if e["state"] in IN_FLIGHT]
+    lines.append(f"batches: {len(entries)}, {len(flight)} in flight ({sum(e['calls'] for e in flight):,} calls)")
+    rows = [[_cell(e, key) for key, _ in STATUS_COLUMNS] for e in entries]
+    headers = [title for _, title in STATUS_COLUMNS]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    waiting = waiting_line(run_dir)
+    if waiting:
+        lines.append(waiting)
+    return "\n".join(lines)
+
+
+def _cell(entry: Entry, key: str) -> str:
+    value = entry.get(key)
+    if key == "submitted_at" and value is None:
+        value = f"(intent {entry.get('intent_at')})"
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in value.items())
+    return "-" if value is None else str(value)

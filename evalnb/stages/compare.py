@@ -1,0 +1,249 @@
+"""Comparing finished runs of one benchmark: a leaderboard with bootstrap intervals and
+paired differences between models.
+
+Runs are compared only when the fingerprint parts that make scores comparable agree (the
+benchmark's ``COMPARABLE_PARTS``: prompts, the caps table, the judge panel, the
+aggregation and retry policies, the task set); otherwise the comparison is refused,
+naming the part. Each model keeps its own cap and decoding settings.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from evalnb.core import stats
+from evalnb.benchmarks import Benchmark, benchmark_for
+from evalnb.core.types import ItemResults, Metric
+from evalnb.core.errors import ConfigError, FingerprintMismatch
+from evalnb.core.fingerprint import short_json
+from evalnb.core.records import read_json_if_exists, write_json
+
+if TYPE_CHECKING:
+    from evalnb.core.figures import ReportFigure
+
+OFFLINE_MARK = " [offline]"
+
+
+@dataclass
+class RunRecord:
+    dir: Path
+    scores: dict[str, Any]
+    fingerprint: dict[str, Any]
+    manifest: dict[str, Any]
+    label: str = ""
+    _results: ItemResults | None = field(default=None, repr=False)
+
+    @property
+    def offline(self) -> bool:
+        return bool(self.scores.get("offline"))
+
+    @property
+    def model(self) -> str:
+        model = self.scores["config"]["model"]
+        return self.scores["run_name"] if model["provider"] == "none" else model["name"]
+
+    def results(self, bench: type[Benchmark]) -> ItemResults:
+        """The run's items as its benchmark reads them from scores.json (read once)."""
+        if self._results is None:
+            self._results = bench.results(self.scores)
+        return self._results
+
+
+@dataclass
+class Comparison:
+    runs: list[RunRecord]
+    benchmark: type[Benchmark]
+    out: Path
+    n_boot: int = stats.N_BOOT
+    seed: int = 0
+    threshold: float = 0.2          # judges "disagree" when their scores differ by more
+    top: int = 10                   # how many largest disagreements / most-missed items to list
+    tables: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.runs[0].scores["benchmark"]
+
+
+def load_run(path: Path) -> RunRecord:
+    scores = read_json_if_exists(path / "scores.json")
+    if scores is None:
+        raise ConfigError(f"{path}: no scores.json; run the aggregate stage first")
+    if not scores["complete"]:
+        raise ConfigError(f"{path}: the run is incomplete (resumable work remains); finish it first")
+    return RunRecord(path, scores, read_json_if_exists(path / "fingerprint.json") or {},
+                     read_json_if_exists(path / "manifest.json") or {})
+
+
+def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
+    """Refuse, naming the run and the part, when any comparable part differs from the first run."""
+    first = runs[0]
+    for other in runs[1:]:
+        differ = [p for p in parts if first.fingerprint["parts"].get(p, {}).get("sha256")
+                  != other.fingerprint["parts"].get(p, {}).get("sha256")]
+        if differ:
+            detail = "; ".join(f"{p}: {short_json(first.fingerprint['parts'].get(p, {}).get('value'))} vs "
+                               f"{short_json(other.fingerprint['parts'].get(p, {}).get('value'))}" for p in differ)
+            raise FingerprintMismatch(f"refusing to compare {first.dir} with {other.dir}: {', '.join(differ)} "
+                                      f"differ ({detail}). The protocol forbids mixing such scores.")
+
+
+def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
+                 n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10) -> Comparison:
+    """Load and check the runs to compare.
+
+    ``runs`` is a list of run directories; or the compare options as one dictionary (what
+    ``evalnb compare`` injects into the notebook); or a compare parameters file
+    (``params/compare_example.yaml``), whose relative paths are relative to the file.
+    """
+    if isinstance(runs, (str, Path)):
+        return open_compare(compare_params(Path(runs)))
+    if isinstance(runs, Mapping):
+        return open_compare(**runs)
+    if len(runs) < 2:
+        raise ConfigError("compare: give at least two run directories")
+    records = [load_run(Path(r).resolve()) for r in runs]
+    names = {r.scores["benchmark"] for r in records}
+    if len(names) > 1:
+        raise ConfigError(f"compare: runs of different benchmarks ({', '.join(sorted(names))})")
+    bench = benchmark_for(names.pop())
+    check_comparable(records, bench.COMPARABLE_PARTS)
+    models = [r.model for r in records]
+    labels: list[str] = []
+    for i, r in enumerate(records):   # a model run twice is told apart by its run directory
+        label = r.model if models.count(r.model) == 1 else f"{r.model} ({r.dir.name})"
+        labels.append(label if label not in labels else f"{label} #{i + 1}")
+        r.label = labels[-1] + (OFFLINE_MARK if r.offline else "")
+    return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top)
+
+
+def compare_params(path: Path) -> dict[str, Any]:
+    """A compare parameters file (``runs``, ``out``, options), its paths made absolute."""
+    from evalnb.config import read_params_file
+
+    path = path.expanduser().resolve()
+    config = read_params_file(path)
+    config["runs"] = [str((path.parent / r).resolve()) for r in config.get("runs") or []]
+    config["out"] = str((path.parent / (config.get("out") or "outputs/compare")).resolve())   # as `evalnb compare --params`
+    return config
+
+
+# --- leaderboard ----------------------------------------------------------------------------------
+
+def _strata(results: ItemResults, ids: Sequence[str] | None = None) -> list[str]:
+    return [results.strata.get(i, "") for i in (results.ids if ids is None else ids)]
+
+
+def intervals(cmp: Comparison, run: RunRecord) -> dict[str, stats.Interval]:
+    """Every metric the benchmark declares, with the compare's bootstrap settings."""
+    results = run.results(cmp.benchmark)
+    return stats.metric_intervals(results.values, cmp.benchmark.metrics(), strata=_strata(results),
+                                  n_boot=cmp.n_boot, seed=cmp.seed)
+
+
+def headline_metrics(cmp: Comparison) -> list[Metric]:
+    return [m for m in cmp.benchmark.metrics() if m.headline]
+
+
+def leaderboard(cmp: Comparison) -> pd.DataFrame:
+    """Models sorted by the first headline metric, every declared metric with its seeded
+    percentile bootstrap interval (the same procedure and metrics as each run's own report)."""
+    rows = []
+    for run in cmp.runs:
+        row: dict[str, Any] = {"model": run.label, "run": run.scores["run_name"], "offline": run.offline,
+                               "n": len(run.results(cmp.benchmark).ids)}
+        for name, interval in intervals(cmp, run).items():
+            row[name] = interval.mean
+            if interval.method != "no interval":
+                row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high}
+        rows.append(row)
+    first = headline_metrics(cmp)[0].name
+    table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
+    cmp.tables["leaderboard"] = table
+    return table
+
+
+def paired_differences(cmp: Comparison) -> pd.DataFrame:
+    """Each pair of models on the items both attempted; paired bootstrap over items (within
+    the benchmark's strata)."""
+    order = list(ranked(cmp).index)
+    runs = sorted(cmp.runs, key=lambda r: order.index(r.label))
+    rows = []
+    for a, b in itertools.combinations(runs, 2):
+        ra, rb = a.results(cmp.benchmark), b.results(cmp.benchmark)
+        sa, sb = _attempted_scores(ra), _attempted_scores(rb)
+        common = [i for i in ra.ids if i in sa and i in sb]
+        ci = stats.paired_bootstrap_ci([sa[i] for i in common], [sb[i] for i in common], n_boot=cmp.n_boot,
+                                       seed=cmp.seed, strata=_strata(ra, common))
+        excludes = ci.low is not None and ci.high is not None and (ci.low > 0 or ci.high < 0)
+        rows.append({"model_a": a.label, "model_b": b.label, "n_common": len(common), "mean_diff": ci.mean,
+                     "ci_low": ci.low, "ci_high": ci.high,
+                     "note": ("interval excludes 0: " + (f"{a.label} ahead" if (ci.mean or 0) > 0 else f"{b.label} ahead"))
+                     if excludes else "interval includes 0"})
+    table = pd.DataFrame(rows)
+    cmp.tables["paired_differences"] = table
+    return table
+
+
+def _attempted_scores(results: ItemResults) -> dict[str, float]:
+    return {i: s for i, s in results.scores.items() if s is not None and results.attempted.get(i, True)}
+
+
+def repeats_table(cmp: Comparison) -> pd.DataFrame:
+    """Each headline metric's mean and s.d. across repeats, for runs that have them."""
+    rows = []
+    for run in cmp.runs:
+        results = run.results(cmp.benchmark)
+        if results.repeats < 2:
+            continue
+        for metric in headline_metrics(cmp):
+            rows.append({"model": run.label, "number": metric.name,
+                         **stats.mean_sd(stats.per_repeat(metric, results.values, _strata(results)))})
+    table = pd.DataFrame(rows, columns=["model", "number", "mean", "sd", "n"])
+    cmp.tables["repeats"] = table
+    return table
+
+
+def ranked(cmp: Comparison) -> pd.DataFrame:
+    """The leaderboard, computed once."""
+    return cmp.tables["leaderboard"] if "leaderboard" in cmp.tables else leaderboard(cmp)
+
+
+def leaderboard_figure(cmp: Comparison) -> ReportFigure:
+    from evalnb.core.figures import new_figure, save_figure
+
+    table = ranked(cmp)
+    metrics = headline_metrics(cmp)
+    fig = new_figure((4.5 * len(metrics), 0.6 * len(table) + 1.6))
+    axes = fig.subplots(1, len(metrics), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        values = table[metric.name]
+        errors = [values - table[f"{metric.name}_ci_low"], table[f"{metric.name}_ci_high"] - values]
+        ax.barh(list(table.index)[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
+                color=["#bbbbbb" if off else "#4c72b0" for off in list(table["offline"])[::-1]])
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(metric.label.split(":")[0])
+    fig.suptitle(f"{cmp.name} leaderboard, 95% bootstrap CI (n_boot={cmp.n_boot}, seed={cmp.seed})"
+                 + ("\ngrey: offline approximations, not comparable with the paper" if table["offline"].any() else ""))
+    fig.tight_layout()
+    return save_figure(fig, cmp.out / "figures", "leaderboard")
+
+
+def save_compare(cmp: Comparison) -> Path:
+    """Every table computed so far, with what was compared, as compare.json and CSV files."""
+    cmp.out.mkdir(parents=True, exist_ok=True)
+    for name, table in cmp.tables.items():
+        table.to_csv(cmp.out / f"{name}.csv")
+    write_json(cmp.out / "compare.json", {
+        "benchmark": cmp.name, "runs": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256"),
+                                         "offline": r.offline} for r in cmp.runs],
+        "comparable_parts": list(cmp.benchmark.COMPARABLE_PARTS), "n_boot": cmp.n_boot, "seed": cmp.seed,
+        "tables": {name: json.loads(table.reset_index().to_json(orient="records")) for name, table in cmp.tables.items()}})
+    return cmp.out / "compare.json"

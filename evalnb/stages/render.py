@@ -1,0 +1,71 @@
+"""Paper-ready HTML: every executed notebook of a run (or a compare), self-contained, with
+the injected-parameters cell removed and a provenance block at the top."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbconvert import HTMLExporter
+from nbconvert.preprocessors import TagRemovePreprocessor
+
+from evalnb.core.records import read_json_if_exists
+
+# Scripts that load code from a CDN (require.js, MathJax, mermaid): the page must stand alone.
+_REMOTE_SCRIPT = re.compile(r'<script\b[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>'
+                            r'|<script\b[^>]*>(?:(?!</script>).)*?https?://cdn(?:(?!</script>).)*</script>', re.I | re.S)
+
+
+def _run_provenance(run_dir: Path) -> list[str]:
+    manifest = read_json_if_exists(run_dir / "manifest.json") or {}
+    fingerprint = read_json_if_exists(run_dir / "fingerprint.json") or {}
+    scores = read_json_if_exists(run_dir / "scores.json") or {}
+    packages = ", ".join(f"{k} {v}" for k, v in (manifest.get("packages") or {}).items() if v)
+    stages = manifest.get("stages") or {}
+    lines = [f"**Run** `{run_dir.name}` · benchmark `{scores.get('benchmark', '?')}` · "
+             f"fingerprint `{fingerprint.get('sha256', '?')[:16]}`"]
+    if scores.get("label"):
+        lines.append(f"**{scores['label']}**")
+    for role, route in (manifest.get("routes") or {}).items():
+        returned = ", ".join(route.get("as_returned") or []) or "-"
+        lines.append(f"- {role}: `{route.get('provider')}:{route.get('as_sent')}` (endpoint reported: {returned})")
+    lines.append("- endpoint dates (UTC): " + (", ".join(
+        f"{stage} {info.get('started_at', '?')} to {info.get('finished_at', '?')}" for stage, info in stages.items()) or "-"))
+    lines.append(f"- evalnb commit `{manifest.get('git_commit') or 'unknown'}`; Python {manifest.get('python', '?')}; {packages}")
+    return lines
+
+
+def provenance(folder: Path) -> str:
+    """Markdown: what produced these numbers (for a compare, for each compared run)."""
+    compared = read_json_if_exists(folder / "compare.json")
+    dirs = [Path(r["dir"]) for r in compared["runs"]] if compared else [folder]
+    blocks = ["\n".join(_run_provenance(d)) for d in dirs]
+    head = "## Provenance\n\n"
+    if compared:
+        head += (f"Comparison of {len(dirs)} runs of `{compared['benchmark']}` (agreeing on "
+                 f"{', '.join(compared['comparable_parts'])}); bootstrap n_boot={compared['n_boot']}, "
+                 f"seed={compared['seed']}.\n\n")
+    return head + "\n\n".join(blocks)
+
+
+def render_notebook(notebook: Path, target: Path, *, no_input: bool, header: str) -> Path:
+    nb: Any = nbformat.read(notebook, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(header, id="evalnb-provenance"))
+    exporter = HTMLExporter(exclude_input=no_input, exclude_input_prompt=no_input,
+                            exclude_output_prompt=no_input, embed_images=True)
+    exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags={"injected-parameters"}), enabled=True)
+    body, _ = exporter.from_notebook_node(nb)
+    # Self-contained: drop remote scripts (MathJax, require.js); figures are embedded PNGs.
+    body = _REMOTE_SCRIPT.sub("", body)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(body, "utf-8")
+    return target
+
+
+def render_folder(folder: Path, *, no_input: bool = False) -> list[Path]:
+    """Every executed notebook in ``folder`` to ``folder/paper/NAME.html``."""
+    header = provenance(folder)
+    return [render_notebook(nb, folder / "paper" / nb.with_suffix(".html").name, no_input=no_input, header=header)
+            for nb in sorted(folder.glob("*.ipynb"))]

@@ -1,0 +1,134 @@
+"""Tables and figures for the report notebook.
+
+Everything here loops over what the run's benchmark declares (its metrics, statuses,
+breakdown, figure, tables and item evidence) and reads only the run directory.
+
+Figures are :class:`evalnb.core.figures.ReportFigure` objects, built with matplotlib's object API
+(no pyplot, no backend chosen): each is saved as PNG and PDF under ``figures/`` and returned,
+so it shows as an image in the notebook whatever ``MPLBACKEND`` the kernel inherited.
+matplotlib is imported when a figure is drawn, not with this module.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from evalnb.stages.accounting import usage_rows
+from evalnb.benchmarks import Benchmark
+from evalnb.stages.evidence import TasksView, TitledTables, tasks_view
+from evalnb.stages.pipeline import Run, headline_table
+from evalnb.core.records import read_json_if_exists
+
+if TYPE_CHECKING:
+    from evalnb.core.figures import ReportFigure
+
+
+def scores(run: Run) -> dict[str, Any]:
+    data = read_json_if_exists(run.path("scores.json"))
+    if data is None:
+        raise FileNotFoundError(f"{run.path('scores.json')}: run the aggregate stage first")
+    return data
+
+
+def _bench(run: Run) -> type[Benchmark]:
+    return type(run.benchmark)
+
+
+def headline(run: Run) -> pd.DataFrame:
+    """Every declared metric, headline metrics first, with its seeded bootstrap interval."""
+    return headline_table(scores(run))
+
+
+def status_breakdown(run: Run) -> pd.DataFrame:
+    """Every status the benchmark declares, with zero rows kept so absences are visible."""
+    statuses = _bench(run).STATUSES
+    counts = Counter(row["status"] for row in scores(run)["tasks"])
+    rows = [(s, counts.get(s, 0)) for s in statuses] + [(s, n) for s, n in counts.items() if s not in statuses]
+    total = sum(n for _, n in rows)
+    return pd.DataFrame([(s, n, n / total if total else 0.0) for s, n in rows],
+                        columns=["status", "tasks", "share"]).set_index("status")
+
+
+def usage_table(run: Run) -> pd.DataFrame:
+    """Reported token usage (and cost, where the parameters price the model)."""
+    rows = usage_rows(scores(run)["usage"])
+    columns = ["stage", "model", "calls", "attempts", "input_tokens", "output_tokens", "cost_usd"]
+    if any("batch_calls" in r for r in rows):   # batch mode: how many calls, at which price
+        columns[3:3] = ["batch_calls"]
+        columns.append("batch_price")
+    return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
+
+
+def _save(run: Run, fig: ReportFigure, name: str) -> ReportFigure:
+    from evalnb.core.figures import save_figure
+    return save_figure(fig, run.path("figures"), name)
+
+
+def _title(data: dict[str, Any], text: str) -> str:
+    return f"{text}\n(offline approximation, not comparable with the paper)" if data.get("offline") else text
+
+
+def score_histogram(run: Run) -> ReportFigure:
+    """Each item's own score (for repeated items, the mean over repeats)."""
+    from evalnb.core.figures import new_figure
+
+    data = scores(run)
+    bench = _bench(run)
+    values = [s for s in bench.results(data).scores.values() if s is not None]
+    fig = new_figure((6, 3.5))
+    ax = fig.subplots()
+    ax.hist(values, bins=10, range=(0, 1), color="#4c72b0", edgecolor="white")
+    ax.set_xlabel(f"{bench.ITEM_NOUN} score (0 where the benchmark scores an unanswered {bench.ITEM_NOUN} 0)")
+    ax.set_ylabel(f"{bench.ITEM_NOUN}s")
+    ax.set_title(_title(data, f"{run.config.model.name}: {bench.ITEM_NOUN} scores"))
+    return _save(run, fig, "score_histogram")
+
+
+def judge_scores(run: Run) -> pd.DataFrame:
+    """One row per (item, judge) score that exists: the judges of a panel, or a rater's runs."""
+    results = _bench(run).results(scores(run))
+    return pd.DataFrame([(item, judge, score) for item, judges in results.judges.items()
+                         for judge, score in judges.items()], columns=["item", "judge", "score"])
+
+
+def judge_distributions(run: Run) -> ReportFigure:
+    """Box plots of each judge's (or rater run's) scores."""
+    from evalnb.core.figures import new_figure
+
+    table = judge_scores(run)
+    fig = new_figure((6, 3.5))
+    ax = fig.subplots()
+    labels = sorted(table["judge"].unique()) if len(table) else []
+    if labels:
+        ax.boxplot([table.loc[table.judge == j, "score"] for j in labels], showmeans=True)
+        ax.set_xticks(range(1, len(labels) + 1), [j.replace(" ", "\n", 1) for j in labels])
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_ylabel("score")
+    ax.set_title(_title(scores(run), "per-judge score distributions"))
+    return _save(run, fig, "judge_distributions")
+
+
+def breakdown(run: Run) -> pd.DataFrame:
+    """The benchmark's own breakdown table."""
+    return _bench(run).breakdown(scores(run))
+
+
+def benchmark_figure(run: Run) -> ReportFigure:
+    """The benchmark's own figure, saved under the name it declares."""
+    bench = _bench(run)
+    return _save(run, bench.figure(scores(run)), bench.FIGURE)
+
+
+def benchmark_tables(run: Run) -> TitledTables:
+    """Further tables the benchmark declares for its report, under their titles."""
+    return TitledTables(_bench(run).report_tables(scores(run)),
+                        empty="The benchmark declares no further tables.")
+
+
+def tasks(run: Run) -> TasksView:
+    """The Tasks section: every item in a compact table, and the evidence of the lowest-scoring
+    and most-disagreed items (from evidence.json, written by the aggregate stage)."""
+    return tasks_view(run.dir)
