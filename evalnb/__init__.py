@@ -23,7 +23,7 @@ _EXPORTS = {
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
                      "benchmark_compare_figure"), "evalnb.stages.agreement"),
     "show": "evalnb.stages.evidence",
-    "batches_table": "evalnb.execution.batch.report",
+    "batches_table": "evalnb.execution.batch.views",
 }
 __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "status_breakdown",
            "score_histogram", "judge_distributions", "usage_table", "breakdown",
@@ -33,7 +33,7 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
            "batches_table"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
-    from evalnb.execution.batch.report import batches_table
+    from evalnb.execution.batch.views import batches_table
     from evalnb.stages.agreement import (benchmark_analysis, benchmark_compare_figure, disagreements, judge_agreement,
                                   judge_means)
     from evalnb.stages.compare import (leaderboard, leaderboard_figure, open_compare, paired_differences,

@@ -15,17 +15,21 @@ import json
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from evalnb.core.errors import ConfigError
+from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.core.types import RetryPolicy
 from evalnb.core.redaction import SECRET_NAME, SECRET_VALUE
+from evalnb.providers import BATCH_PROVIDERS, PROVIDERS
 
-PROVIDERS = ("openai", "anthropic", "gemini", "command", "offline", "none")
+MODES = ("live", "batch")
+RESEND = ("batch", "live")
+BATCH_OPTION_KEYS = frozenset({"resend", "max_requests", "max_bytes", "inline_max_bytes"})
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
                "model", "judges", "retry", "prices")
@@ -33,73 +37,6 @@ PATH_KEYS = ("output_dir", "data", "corpus")
 PRICE_KEYS = frozenset({"input", "output", "batch_input", "batch_output"})
 RATE_LIMIT_KEYS = frozenset({"requests_per_minute", "input_tokens_per_minute",
                              "output_tokens_per_minute", "window_seconds"})
-
-@dataclass(frozen=True)
-class EndpointConfig:
-    """One model endpoint: the contestant or a judge."""
-
-    provider: str
-    name: str
-    base_url: str | None = None
-    api_key_env: str | None = None     # the NAME of the variable holding the key
-    reasoning: bool = False            # 32768-token budget instead of 8192 (spec §2)
-    send_temperature: bool = True      # False for models that reject temperature
-    caps: dict[str, int] | None = None  # {en, cjk} characters; wins over the caps table
-    concurrency: int | None = None     # default: the run's concurrency
-    timeout: float = 600.0             # seconds per attempt
-    token_param: str = "max_tokens"    # OpenAI reasoning models want max_completion_tokens
-    api_version: str | None = None     # gemini: v1beta by default
-    command: list[str] | None = None   # command provider: argv, prompt on stdin
-    env: list[str] | None = None       # command provider: variables passed on besides the basics
-    rate_limit: dict[str, float] | None = None   # {requests,input_tokens,output_tokens}_per_minute
-    approximation: bool = False        # a stand-in, not a model (e.g. an example rater): label outputs
-    mode: str = "live"                 # live, or batch: through the provider's batch API (evalnb.execution.batch)
-    batch: dict[str, Any] | None = None   # batch mode options: resend, max_requests, max_bytes
-    role: str = "model"                # where it sits in the parameters, for messages
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    benchmark: str
-    run_name: str
-    output_dir: Path
-    data: Path
-    corpus: Path | None
-    concurrency: int
-    model: EndpointConfig
-    judges: tuple[EndpointConfig, ...]
-    retry: RetryPolicy = RetryPolicy()
-    prices: dict[str, dict[str, float]] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)   # benchmark-specific keys
-    source: str = "parameters"   # the parameters file, for messages (not a parameter itself)
-
-    def error(self, key: str, problem: str) -> ConfigError:
-        """A configuration error naming the parameters file and the key."""
-        return ConfigError(f"{self.source}: {key}: {problem}")
-
-    def judge_roles(self) -> list[tuple[str, EndpointConfig]]:
-        """``("judge1", endpoint), ...``: the keys judge records and provider pools use."""
-        return [(f"judge{i}", judge) for i, judge in enumerate(self.judges, start=1)]
-
-    @property
-    def offline(self) -> bool:
-        """True when any role is an offline baseline: numbers not comparable with the paper."""
-        return any(e.provider == "offline" or e.approximation for e in (self.model, *self.judges))
-
-    def to_dict(self) -> dict[str, Any]:
-        """Fully resolved and secret-free: what papermill injects and scores.json records."""
-        def endpoint(e: EndpointConfig) -> dict[str, Any]:
-            return {k: v for k, v in asdict(e).items() if k != "role"}
-        return {
-            "benchmark": self.benchmark, "run_name": self.run_name,
-            "output_dir": str(self.output_dir), "data": str(self.data),
-            "corpus": str(self.corpus) if self.corpus else None,
-            "concurrency": self.concurrency, "model": endpoint(self.model),
-            "judges": [endpoint(j) for j in self.judges], "retry": asdict(self.retry),
-            "prices": self.prices,
-            **{k: (str(v) if isinstance(v, Path) else v) for k, v in self.options.items()},
-        }
-
 
 def find_secrets(value: Any, path: str = "") -> list[str]:
     """Where a parameter holds a key itself: a secret-looking name or a key-looking value."""
@@ -271,8 +208,7 @@ def _check_types(e: EndpointConfig, role: str) -> None:
             raise bad(key, "a string")
     if e.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", e.api_key_env):
         raise bad("api_key_env", "the NAME of an environment variable (never the key itself)")
-    from evalnb.execution.batch import check_endpoint
-    check_endpoint(e.mode, e.batch, e.provider, role)
+    check_batch(e.mode, e.batch, e.provider, role)
 
 
 def _retry(raw: Any, source: str) -> RetryPolicy:
@@ -291,6 +227,27 @@ def _retry(raw: Any, source: str) -> RetryPolicy:
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
             raise ConfigError(f"{source}: retry.{key}: expected a non-negative number of seconds, got {value!r}")
     return policy
+
+
+def check_batch(mode: Any, options: Any, provider: str, where: str) -> None:
+    """Refuse a batch configuration the engine could not honour, naming the key."""
+    if mode not in MODES:
+        raise ConfigError(f"{where}.mode: expected live or batch, got {mode!r}")
+    if mode == "batch" and provider not in BATCH_PROVIDERS:
+        raise ConfigError(f"{where}.mode: batch needs provider {' or '.join(BATCH_PROVIDERS)}, not {provider!r}")
+    if options is None:
+        return
+    if not isinstance(options, Mapping) or set(options) - BATCH_OPTION_KEYS:
+        raise ConfigError(f"{where}.batch: expected a mapping with keys among {', '.join(sorted(BATCH_OPTION_KEYS))}, "
+                          f"got {options!r}")
+    if options.get("resend", "batch") not in RESEND:
+        raise ConfigError(f"{where}.batch.resend: expected batch or live, got {options.get('resend')!r}")
+    for key in ("max_requests", "max_bytes", "inline_max_bytes"):
+        value = options.get(key)
+        minimum = 0 if key == "inline_max_bytes" else 1
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
+            raise ConfigError(f"{where}.batch.{key}: expected a {'non-negative' if minimum == 0 else 'positive'} "
+                              f"integer, got {value!r}")
 
 
 def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, base: Path,

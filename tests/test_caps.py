@@ -2,7 +2,8 @@
 
 import pytest
 
-from evalnb.benchmarks.wildtrace.caps import Caps, cap_kind, caps_for, route_for, unlisted_warning
+from evalnb.core.tokens import cap_kind
+from evalnb.benchmarks.wildtrace.caps import Caps, caps_for, route_for, unlisted_warning
 
 # Transcribed by hand from the WildTrace protocol's §3 table.
 SPEC_TABLE = {

@@ -13,7 +13,7 @@ from scipy import stats as scipy_stats
 
 import evalnb
 from evalnb.stages.agreement import judge_agreement
-from evalnb.benchmarks.wildtrace.protocol import rubric_items
+from evalnb.benchmarks.wildtrace.analysis import rubric_items
 from evalnb.app.main import main
 from evalnb.stages.compare import leaderboard, open_compare, paired_differences
 from evalnb.core.errors import ConfigError, FingerprintMismatch
@@ -60,8 +60,8 @@ def test_refuses_real_runs_with_a_different_prompt(tmp_path: Path, monkeypatch: 
     run = evalnb.open_run(first)
     for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
         stage(run)
-    from evalnb.core import prompts
-    monkeypatch.setattr(prompts, "WILDTRACE_ANSWER_PROMPT", prompts.WILDTRACE_ANSWER_PROMPT.replace("ONLY", "only"))
+    from evalnb.benchmarks.wildtrace import protocol as wildtrace
+    monkeypatch.setattr(wildtrace, "ANSWER_PROMPT", wildtrace.ANSWER_PROMPT.replace("ONLY", "only"))
     second = evalnb.open_run(offline_params(tmp_path / "b") | {"model": first["model"] | {"name": "lead-3"}})
     for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
         stage(second)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import evalnb
-from evalnb.benchmarks.wildtrace.protocol import read_tasks
+from evalnb.benchmarks.wildtrace.tasks import read_tasks
 from evalnb.app.main import main
 from evalnb.core.errors import DataError
 from tests.conftest import SAMPLE, offline_params, sample_tasks

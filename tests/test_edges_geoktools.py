@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import evalnb
-from evalnb.benchmarks.geoktools.protocol import rouge_blind_table
+from evalnb.benchmarks.geoktools.analysis import rouge_blind_table
 from evalnb.core.errors import ConfigError, DataError
 from evalnb.benchmarks.geoktools.scoring import deterministic_score, exact_match
 from tests.fakeserver import FakeLLMServer, Text

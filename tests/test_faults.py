@@ -16,7 +16,7 @@ import random
 
 import pytest
 
-from evalnb.config import EndpointConfig
+from evalnb.core.run_config import EndpointConfig
 from evalnb.providers import make_provider
 from evalnb.providers.base import CONTEXT_LENGTH_HINT, ChatRequest
 from evalnb.providers.retry import Outcome, RetryPolicy, call_with_retries

@@ -15,7 +15,8 @@ import evalnb
 from evalnb.benchmarks.geoexpertqueries import protocol as geq
 from evalnb.app.main import main
 from evalnb.core.errors import DataError
-from evalnb.core.replies import JudgeReplyError, parse_rating
+from evalnb.benchmarks.geoexpertqueries.protocol import parse_rating
+from evalnb.core.replies import JudgeReplyError
 from evalnb.benchmarks.geoexpertqueries.trajectories import clip, condense, from_openai_messages, read_traces
 from evalnb.core.data import Where
 from tests.conftest import ROOT

@@ -2,7 +2,8 @@
 
 import pytest
 
-from evalnb.core.replies import JudgeReplyError, normalise, panel_mean, parse_total
+from evalnb.benchmarks.wildtrace.protocol import normalise, panel_mean, parse_total
+from evalnb.core.replies import JudgeReplyError
 
 
 @pytest.mark.parametrize("reply, total", [

@@ -70,7 +70,7 @@ def test_a_reset_kernel_is_a_new_kernel_with_its_imports_kept(tmp_path: Path) ->
         assert ast.literal_eval(again["result"]) == (str(first), True, True, True)
 
         # A stage's first reply starts it; the next reset returns only once it is over.
-        execute(kernel, "__import__('evalnb.execution.runner').execution.runner.FIRST_REPLY.set()")
+        execute(kernel, "__import__('evalnb.core.events').core.events.FIRST_REPLY.set()")
         fresh_namespace(kernel, second)
         done = execute(kernel, "('evalnb.core.figures' in __import__('sys').modules, "
                                "'evalnb-warm-up' in [t.name for t in __import__('threading').enumerate()])")

@@ -138,8 +138,8 @@ def test_resume_with_a_different_fingerprint_is_refused(tmp_path: Path, change, 
 def test_changed_prompt_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     params = openai_params(tmp_path, "http://127.0.0.1:9")
     evalnb.open_run(params)
-    from evalnb.core import prompts
-    monkeypatch.setattr(prompts, "WILDTRACE_JUDGE_PROMPT", prompts.WILDTRACE_JUDGE_PROMPT + " ")
+    from evalnb.benchmarks.wildtrace import protocol as wildtrace
+    monkeypatch.setattr(wildtrace, "JUDGE_PROMPT", wildtrace.JUDGE_PROMPT + " ")
     with pytest.raises(FingerprintMismatch, match=r"\(prompts: "):
         evalnb.open_run(params)
 

@@ -1,7 +1,7 @@
 """Reading 7 and spec §1/§4: the exact prompt texts."""
 
-from evalnb.core import prompts
-from evalnb.benchmarks.wildtrace.protocol import RubricItem
+from evalnb.benchmarks.wildtrace import protocol as prompts
+from evalnb.benchmarks.wildtrace.tasks import RubricItem
 
 ANSWER_EXPECTED = (
     "Answer using ONLY the document below. Include every specific detail from the text.\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from evalnb.config import EndpointConfig
+from evalnb.core.run_config import EndpointConfig
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest, Usage
 from evalnb.providers.retry import RetryPolicy, call_with_retries

@@ -346,7 +346,7 @@ def test_a_key_of_an_unusual_shape_echoed_in_an_error_is_absent_from_every_file(
 
 
 def test_the_command_provider_gets_a_minimal_environment(tmp_path: Path) -> None:
-    from evalnb.config import EndpointConfig
+    from evalnb.core.run_config import EndpointConfig
     from evalnb.providers import make_provider
     from evalnb.providers.base import ChatRequest
     from evalnb.execution.runner import run_blocking

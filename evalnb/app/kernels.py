@@ -222,7 +222,7 @@ def load(now: Sequence[str], later: Sequence[str]) -> None:
         return
 
     def load_later() -> None:
-        from evalnb.execution.runner import FIRST_REPLY
+        from evalnb.core.events import FIRST_REPLY
 
         FIRST_REPLY.wait()
         for module in later:
@@ -240,7 +240,7 @@ def reset_in_kernel(cwd: str) -> None:
     empty namespace, no output history, cells counted from 1, in ``cwd``."""
     from IPython import get_ipython
 
-    from evalnb.execution.runner import FIRST_REPLY
+    from evalnb.core.events import FIRST_REPLY
 
     shell = get_ipython()
     if shell is None:

@@ -20,8 +20,8 @@ from evalnb.core.lock import TOKEN_ENV
 from evalnb.core.redaction import redact
 from evalnb.app.project import init_project, project_dir
 from evalnb.core.records import read_json_if_exists
+from evalnb.core.types import STAGES
 
-STAGES = ("generate", "judge", "aggregate", "report")
 PROJECT = project_dir()   # notebooks/ and params/: the checkout's, or the wheel's project template
 NOTEBOOKS = PROJECT / "notebooks"
 COMPARE_NOTEBOOK = NOTEBOOKS / "05_compare.ipynb"
@@ -112,13 +112,13 @@ def _batches_waiting(run_dir: Path) -> str | None:
     from evalnb.execution.batch.journal import JOURNAL_NAME
     if not (run_dir / JOURNAL_NAME).exists():
         return None
-    from evalnb.execution.batch.engine import waiting_line
+    from evalnb.execution.batch.views import waiting_line
     return waiting_line(run_dir)
 
 
 def status_command(run_dir: Path) -> int:
     """A run's state and its batches, read from the run directory alone: no call, no write."""
-    from evalnb.execution.batch.engine import status_text
+    from evalnb.execution.batch.views import status_text
 
     if not run_dir.is_dir():
         raise ConfigError(f"status: {run_dir} is not a directory")

@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from evalnb.config import RunConfig
+from evalnb.core.run_config import RunConfig
 from evalnb.core.errors import ConfigError
-from evalnb.core.types import Call, ItemEvidence, ItemResults, Metric, Record
+from evalnb.core.types import Call, ItemEvidence, ItemResults, Metric, Record, RunScores
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,10 +33,6 @@ if TYPE_CHECKING:
 class Task(Protocol):
     @property
     def task_id(self) -> str: ...
-
-
-RunScores = tuple[str, Mapping[str, Any]]
-"""A finished run as compare sees it: its label and its scores.json."""
 
 
 class Benchmark(Protocol):
@@ -81,7 +77,7 @@ class Benchmark(Protocol):
     def judge_done(self, record: Record) -> bool: ...
 
     def score(self, responses: Mapping[str, Record], judgements: Mapping[str, Record]) -> dict[str, Any]:
-        """The scores.json body: ``complete``, ``metrics`` (see :func:`metric_summary`), the
+        """The scores.json body: ``complete``, ``metrics`` (see :func:`evalnb.benchmarks.base.metric_summary`), the
         benchmark's own headline keys, and per-item ``tasks`` rows."""
 
     def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
@@ -113,9 +109,9 @@ class Benchmark(Protocol):
     def compare_figure(cls, runs: Sequence[RunScores]) -> ReportFigure | None: ...
 
 
-BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace.protocol:WildTrace",
-              "geoktools": "evalnb.benchmarks.geoktools.protocol:GeoKTools",
-              "geoexpertqueries": "evalnb.benchmarks.geoexpertqueries.protocol:GeoExpertQueries"}
+BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace:WildTrace",
+              "geoktools": "evalnb.benchmarks.geoktools:GeoKTools",
+              "geoexpertqueries": "evalnb.benchmarks.geoexpertqueries:GeoExpertQueries"}
 
 
 def benchmark_for(name: Any) -> type[Benchmark]:
@@ -127,28 +123,10 @@ def benchmark_for(name: Any) -> type[Benchmark]:
     return found
 
 
-def metric_summary(bench: type[Benchmark], body: Mapping[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
-    """Every declared metric's value and seeded bootstrap interval, for scores.json.
-
-    A metric that is not ``partial`` is null while the run is incomplete.
-    """
-    from evalnb.core.stats import metric_intervals
-
-    results = bench.results(body)
-    metrics = bench.metrics()
-    ready = [m for m in metrics if body["complete"] or m.partial]
-    intervals = metric_intervals(results.values, ready, strata=[results.strata.get(i, "") for i in results.ids],
-                                 n_boot=n_boot, seed=seed)
-    return {m.name: {"label": m.label, "headline": m.headline,
-                     "value": intervals[m.name].mean if m.name in intervals else None,
-                     "ci": intervals[m.name].as_dict() if m.name in intervals and m.interval else None}
-            for m in metrics}
-
-
 if TYPE_CHECKING:   # mypy checks that every registered class conforms to Benchmark
-    from evalnb.benchmarks.geoexpertqueries.protocol import GeoExpertQueries
-    from evalnb.benchmarks.geoktools.protocol import GeoKTools
-    from evalnb.benchmarks.wildtrace.protocol import WildTrace
+    from evalnb.benchmarks.geoexpertqueries import GeoExpertQueries
+    from evalnb.benchmarks.geoktools import GeoKTools
+    from evalnb.benchmarks.wildtrace import WildTrace
 
     _WILDTRACE: type[Benchmark] = WildTrace
     _GEOKTOOLS: type[Benchmark] = GeoKTools

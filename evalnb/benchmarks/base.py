@@ -8,13 +8,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalnb.core import stats
-from evalnb.config import RunConfig
-from evalnb.core.types import ItemResults, JudgeStatus, Record, Status
+from evalnb.core.run_config import RunConfig
+from evalnb.core.types import ItemResults, JudgeStatus, Record, RunScores, Status
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnb.benchmarks import RunScores
     from evalnb.core.figures import ReportFigure
 
 BOOTSTRAP_OPTIONS: Mapping[str, Any] = {"n_boot": stats.N_BOOT, "seed": 0}
@@ -58,8 +57,6 @@ class BaseBenchmark:
 
     def with_metrics(self, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` with its declared metrics (values and intervals) under ``metrics``."""
-        from evalnb.benchmarks import metric_summary
-
         body["metrics"] = metric_summary(type(self), body, self.config.options["n_boot"],  # type: ignore[arg-type]
                                          self.config.options["seed"])
         return body
@@ -75,6 +72,22 @@ class BaseBenchmark:
     @classmethod
     def compare_figure(cls, runs: Sequence[RunScores]) -> ReportFigure | None:
         return None
+
+
+def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
+    """Every declared metric's value and seeded bootstrap interval, for scores.json.
+
+    A metric that is not ``partial`` is null while the run is incomplete.
+    """
+    results = bench.results(body)
+    metrics = bench.metrics()
+    ready = [m for m in metrics if body["complete"] or m.partial]
+    intervals = stats.metric_intervals(results.values, ready, strata=[results.strata.get(i, "") for i in results.ids],
+                                 n_boot=n_boot, seed=seed)
+    return {m.name: {"label": m.label, "headline": m.headline,
+                     "value": intervals[m.name].mean if m.name in intervals else None,
+                     "ci": intervals[m.name].as_dict() if m.name in intervals and m.interval else None}
+            for m in metrics}
 
 
 def judge_table(results: ItemResults) -> pd.DataFrame:

@@ -6,15 +6,9 @@ that is not ``ok`` becomes ``judge_{status}``, a reply its benchmark's parser re
 becomes ``failed_parse``, and anything else is an ``ok`` verdict with its score. Each
 benchmark supplies only its parser.
 
-Parsers (each raises :class:`JudgeReplyError` on a reply without a verdict):
-
-- :func:`parse_total`: a points total (the rubric judge, reading 8), normalised by
-  :func:`normalise` with the clamp recorded;
-- :func:`parse_element_scores`: an overall score that must be the mean of per-element scores
-  (the structured-answer judge);
-- :func:`parse_rating`: a rating on a Likert scale, from JSON or a ``Rating: N`` line;
-- :func:`points_awarded`: a rubric judge's per-item points, where it lists them (never
-  required; ``None`` when absent).
+Each benchmark's parser lives with its protocol and raises :class:`JudgeReplyError` on a
+reply without a verdict; what they share is here: the JSON object or field in a reply
+(:func:`json_objects`, :func:`field_of`) and numbers as JSON means them (:func:`as_number`).
 """
 
 from __future__ import annotations
@@ -22,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -88,84 +82,6 @@ def field_of(reply: str, name: str) -> tuple[Any, dict[str, Any]]:
         if name in obj:
             return obj[name], obj
     raise JudgeReplyError(f"no JSON object with {name!r} in the judge reply")
-
-
-# --- the parsers ----------------------------------------------------------------------------------
-
-def parse_total(reply: str) -> float:
-    value, _ = field_of(reply, "total")
-    number = as_number(value)
-    if number is None:
-        raise JudgeReplyError(f"'total' is not a number: {value!r}")
-    return number
-
-
-def points_awarded(reply: str | None) -> list[float] | None:
-    """The judge's per-item points, when its reply lists them as numbers; else None."""
-    try:
-        value, _ = field_of(reply or "", "points_awarded")
-    except JudgeReplyError:
-        return None
-    if not isinstance(value, list) or not all(is_json_number(v) for v in value):
-        return None
-    numbers = [as_number(v) for v in value]
-    return None if any(n is None for n in numbers) else [float(n or 0.0) for n in numbers]
-
-
-@dataclass(frozen=True)
-class Normalised:
-    score: float
-    clamped: bool
-
-
-def normalise(total: float, max_points: float) -> Normalised:
-    raw = total / max_points
-    score = min(1.0, max(0.0, raw))
-    return Normalised(score, clamped=score != raw)
-
-
-def panel_mean(scores: Sequence[float | None]) -> float | None:
-    """Reading 9: a task's score exists only when every configured judge has one."""
-    if not scores or any(s is None for s in scores):
-        return None
-    return sum(scores) / len(scores)  # type: ignore[arg-type]
-
-
-ELEMENT_AGREEMENT = 0.01   # an overall score must equal the mean of its element scores
-
-
-def parse_element_scores(reply: str) -> tuple[float, list[float]]:
-    """``score`` in [0, 1] and ``element_scores``, a list of numbers in [0, 1] whose mean it is."""
-    score_value, verdict = field_of(reply, "score")
-    score = as_number(score_value)
-    elements = verdict.get("element_scores")
-    if score is None or not 0 <= score <= 1:
-        raise JudgeReplyError(f"'score' is not a number in [0, 1]: {score_value!r}")
-    values = [as_number(x) for x in elements] if isinstance(elements, list) else None
-    if values is None or any(v is None or not 0 <= v <= 1 for v in values):
-        raise JudgeReplyError("'element_scores' is not a list of numbers in [0, 1]")
-    numbers = [float(v or 0.0) for v in values]
-    if numbers and abs(sum(numbers) / len(numbers) - score) > ELEMENT_AGREEMENT:
-        raise JudgeReplyError(f"'score' {score} is not the mean of 'element_scores' {numbers}")
-    return score, numbers
-
-
-_RATING_LINE = re.compile(r"\brating\b\W{0,6}([0-9])\b", re.I)
-
-
-def parse_rating(reply: str, scale: Mapping[str, float]) -> int:
-    """A rating in the scale, from a JSON ``rating`` field or a ``Rating: N`` line."""
-    try:
-        value, _ = field_of(reply, "rating")
-    except JudgeReplyError:
-        lines = _RATING_LINE.findall(reply)
-        if not lines:
-            raise
-        value = lines[-1]
-    number = as_number(value)
-    if number is None or not number.is_integer() or str(int(number)) not in scale:
-        raise JudgeReplyError(f"rating {value!r} is not one of {', '.join(scale)}")
-    return int(number)
 
 
 # --- a completion as a verdict --------------------------------------------------------------------

@@ -246,3 +246,14 @@ class ItemEvidence:
                 values["rows"] = tuple(tuple(r) for r in values["rows"])
             sections.append(kind(**values))
         return cls(data["item_id"], data["status"], data["score"], dict(data["judges"]), tuple(sections))
+
+
+RunScores = tuple[str, Mapping[str, Any]]
+"""A finished run as compare sees it: its label and its scores.json."""
+
+
+# --- the stages ---------------------------------------------------------------------------------
+# Every run has these four stages, in this order, each a notebook (``01_generate.ipynb`` ...);
+# the first two make calls and keep a store of records (``generate.jsonl``, ``judge.jsonl``).
+STAGES = ("generate", "judge", "aggregate", "report")
+CALL_STAGES = ("generate", "judge")

@@ -15,7 +15,6 @@ import collections
 import concurrent.futures
 import random
 import sys
-import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict
@@ -27,17 +26,13 @@ from evalnb.providers.pacing import PacedProvider, Pacer
 from evalnb.providers.base import Completion, Provider
 from evalnb.core.records import JsonlStore
 from evalnb.core.redaction import redact
+from evalnb.core.events import FIRST_REPLY
 from evalnb.providers.retry import RetryPolicy, call_with_retries
 # The call and record types live in evalnb.core.types (shared by every layer); re-exported here.
 from evalnb.core.types import Call as Call, Prepared as Prepared, Record as Record
 from evalnb.core.types import answer_fields as answer_fields
 
 T = TypeVar("T")
-# Set once a stage has stored its first reply: from then on the process mostly waits on the
-# network and imports nothing more (the SDK has made its first-use imports), so work deferred
-# until then (imports ahead of a later need) costs the first request nothing and cannot race
-# an import of the calls' own.
-FIRST_REPLY = threading.Event()
 
 
 def completion_fields(completion: Completion) -> dict[str, Any]:
@@ -57,10 +52,15 @@ async def _run_one(call: Call, provider: Provider | None, policy: RetryPolicy,
     try:
         return await _attempt(call, provider, policy, rng)
     except Exception as error:   # noqa: BLE001 - a failure belongs to its call
-        return {"key": call.key, "endpoint": call.endpoint, "status": "failed_transient",
-                "text": None, "attempts": 0,
-                "error": {"kind": "transient", "status_code": None, "code": "unexpected",
-                          "message": redact(f"{type(error).__name__}: {error}")}}
+        return {"key": call.key, "endpoint": call.endpoint, "attempts": 0, **unexpected_failure(error)}
+
+
+def unexpected_failure(error: Exception) -> Record:
+    """The record fields of a call that raised where no provider error was expected (a bug,
+    a reply the reader could not take): resumable, with the error's text through the filter."""
+    return {"status": "failed_transient", "text": None,
+            "error": {"kind": "transient", "status_code": None, "code": "unexpected",
+                      "message": redact(f"{type(error).__name__}: {error}")}}
 
 
 async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,

@@ -4,23 +4,40 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:   # config imports the retry policy, which imports providers.base
-    from evalnb.config import EndpointConfig
+if TYPE_CHECKING:
+    from evalnb.core.run_config import EndpointConfig
     from evalnb.providers.base import Provider
 
 
-# The module behind each provider: imported only when a run uses it (``import openai`` alone
-# takes about a second), and then ahead of time, by :func:`prefetch`.
-PROVIDER_MODULES = {"openai": "evalnb.providers.openai_compat",
-                    "anthropic": "evalnb.providers.anthropic_messages",
-                    "gemini": "evalnb.providers.gemini", "command": "evalnb.providers.command",
-                    "offline": "evalnb.providers.offline"}
+@dataclass(frozen=True)
+class ProviderSpec:
+    """What the other layers may ask of a provider name, without importing its SDK."""
+
+    module: str | None     # the module that makes its client (None: no client)
+    batch: bool = False    # has a batch API that ``mode: batch`` can use (evalnb.execution.batch)
+    needs_key: bool = True  # calls need the key variable the endpoint names
+    costs: bool = True     # calls cost money unless priced otherwise (offline, command: free)
+
+
+# The one table of providers. Each module is imported only when a run uses it (``import
+# openai`` alone takes about a second), and then ahead of time, by :func:`prefetch`.
+REGISTRY: dict[str, ProviderSpec] = {
+    "openai": ProviderSpec("evalnb.providers.openai_compat", batch=True),
+    "anthropic": ProviderSpec("evalnb.providers.anthropic_messages", batch=True),
+    "gemini": ProviderSpec("evalnb.providers.gemini", batch=True),
+    "command": ProviderSpec("evalnb.providers.command", needs_key=False, costs=False),
+    "offline": ProviderSpec("evalnb.providers.offline", needs_key=False, costs=False),
+    "none": ProviderSpec(None, needs_key=False, costs=False),   # answers come from a file
+}
+PROVIDERS = tuple(REGISTRY)
+BATCH_PROVIDERS = tuple(name for name, spec in REGISTRY.items() if spec.batch)
 
 
 def modules_for(endpoints: Iterable[EndpointConfig]) -> list[str]:
-    return sorted({PROVIDER_MODULES[e.provider] for e in endpoints if e.provider in PROVIDER_MODULES})
+    return sorted({m for e in endpoints if (m := REGISTRY[e.provider].module) is not None})
 
 
 def prefetch(endpoints: Iterable[EndpointConfig]) -> None:
@@ -40,7 +57,7 @@ def prefetch(endpoints: Iterable[EndpointConfig]) -> None:
     ready = _sdks_in = threading.Event()
 
     def load() -> None:
-        from evalnb.execution.runner import FIRST_REPLY
+        from evalnb.core.events import FIRST_REPLY
 
         try:
             for module in sdks:

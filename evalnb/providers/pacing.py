@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalnb.core.tokens import estimate_tokens
 from evalnb.providers.base import ChatRequest, Completion, Provider
 
 DIMENSIONS = ("requests", "input_tokens", "output_tokens")
@@ -74,7 +75,6 @@ class Pacer:
     waiting: bool = False
 
     def cost_of(self, request: ChatRequest) -> dict[str, float]:
-        from evalnb.stages.accounting import estimate_tokens
         return {"requests": 1.0, "input_tokens": estimate_tokens(request.prompt),
                 "output_tokens": float(request.max_tokens)}
 

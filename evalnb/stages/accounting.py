@@ -13,17 +13,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalnb.benchmarks.wildtrace.caps import cap_kind
-from evalnb.config import RunConfig
+from evalnb.core.run_config import RunConfig
 from evalnb.core.records import JsonlStore
-from evalnb.execution.runner import Prepared, Record
+from evalnb.core.tokens import estimate_tokens
+from evalnb.core.types import CALL_STAGES, Prepared, Record
+from evalnb.execution.batch.journal import batched_keys
 
-CHARS_PER_TOKEN = {"en": 3.3, "cjk": 1.5}
-STAGES = ("generate", "judge")
-
-
-def estimate_tokens(text: str) -> float:
-    return len(text) / CHARS_PER_TOKEN[cap_kind(text)]
 
 
 def endpoint_names(config: RunConfig) -> dict[str, str]:
@@ -104,7 +99,7 @@ def quota_minutes(rate_limit: Mapping[str, float] | None, row: Mapping[str, Any]
 def minimum_run_minutes(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """Stages run one after another and the endpoints of a stage side by side."""
     per_stage = [max((r["min_minutes_under_rate_limit"] or 0.0 for r in rows if r["stage"] == stage), default=0.0)
-                 for stage in STAGES]
+                 for stage in CALL_STAGES]
     if all(r["min_minutes_under_rate_limit"] is None for r in rows):
         return None
     return round(sum(per_stage), 2)
@@ -175,18 +170,3 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
         r["max_total_cost_batch_usd"] = batch_cost_usd(r["model"], r["est_input_tokens"], r["max_output_tokens"],
                                                        config.prices)
     return list(rows.values())
-
-
-def batched_keys(run_dir: Path, stage: str) -> set[str]:
-    """Calls of ``stage`` that a batch still in flight holds (read-only)."""
-    from evalnb.execution.batch.journal import CALLS_DIR, JOURNAL_NAME
-    if not (run_dir / JOURNAL_NAME).exists():
-        return set()
-    from evalnb.execution.batch.engine import in_flight
-    from evalnb.core.records import read_json_if_exists
-    keys: set[str] = set()
-    for entry in in_flight(run_dir):
-        if entry["stage"] == stage:
-            data = read_json_if_exists(run_dir / CALLS_DIR / f"{entry['key']}.calls.json") or {"calls": []}
-            keys.update(row["key"] for row in data["calls"])
-    return keys

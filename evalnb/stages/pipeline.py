@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from evalnb import config as cfg
 from evalnb.stages.accounting import usage_by_stage
 from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
-from evalnb.config import EndpointConfig, RunConfig
+from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.core import lock
 from evalnb.core.errors import ConfigError
 from evalnb.core.lock import RunLock
@@ -26,10 +26,12 @@ from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
 from evalnb.core.fingerprint import check_or_record, fingerprint
 from evalnb.core.manifest import update_manifest, utc_now
-from evalnb.providers import make_provider, prefetch
-from evalnb.providers.base import Provider
+from evalnb.providers import REGISTRY, prefetch
 from evalnb.core.records import JsonlStore, read_json_if_exists, write_json
-from evalnb.execution.runner import Call, Record, run_blocking, run_calls
+from evalnb.core.types import CALL_STAGES, Call, Record
+from evalnb.execution import run_stage_calls
+from evalnb.execution.batch.views import stage_manifest
+from evalnb.execution.runner import run_blocking
 
 if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
     import pandas as pd
@@ -135,7 +137,7 @@ def check_keys(config: RunConfig) -> None:
     """Fail before anything runs when a named key variable is unset (values never shown)."""
     from evalnb.providers.base import api_key
     for endpoint in (config.model, *config.judges):
-        if endpoint.provider not in ("offline", "command", "none"):
+        if REGISTRY[endpoint.provider].needs_key:
             try:
                 api_key(endpoint.api_key_env, endpoint.role)
             except ConfigError as e:
@@ -144,30 +146,12 @@ def check_keys(config: RunConfig) -> None:
 
 # --- running calls ----------------------------------------------------------------------------
 
-async def _run_stage(calls: Sequence[Call], endpoints: Mapping[str, EndpointConfig],
-                     store: JsonlStore, run: Run, *, done: Any, desc: str) -> Counter[str]:
-    # Clients are made inside the event loop that uses them, and closed with it.
-    pool: dict[str, Provider] = {}
-    try:
-        for role, endpoint in endpoints.items():
-            provider = make_provider(endpoint)
-            if provider is not None:
-                pool[role] = provider
-        if any(e.mode == "batch" for e in endpoints.values()) or run.path("batches.jsonl").exists():
-            from evalnb.execution.batch.engine import run_stage   # batch mode, or batches still in flight
-            return await run_stage(calls, pool, endpoints, store, run, done=done, desc=desc)
-        return await run_calls(calls, pool, store, run.config.retry, is_done=done, desc=desc,
-                               concurrency=run.config.concurrency)
-    finally:
-        for provider in pool.values():
-            await provider.aclose()
-
-
 def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig],
            done: Any) -> Counter[str]:
     started = utc_now()
     store = JsonlStore(run.path(f"{name}.jsonl"))
-    counts = run_blocking(lambda: _run_stage(calls, endpoints, store, run, done=done, desc=name))
+    counts = run_blocking(lambda: run_stage_calls(calls, endpoints, store, run.dir, policy=run.config.retry,
+                                                  concurrency=run.config.concurrency, done=done, stage=name))
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir), stages={name: {
         "started_at": started, "finished_at": utc_now(), "calls": len(calls),
         "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}},
@@ -179,13 +163,12 @@ def _batch_manifest(run: Run, name: str, endpoints: Mapping[str, EndpointConfig]
     """Batch mode's part of a stage's manifest entry: modes and batches (nothing for a live run)."""
     if not run.path("batches.jsonl").exists() and all(e.mode == "live" for e in endpoints.values()):
         return {}
-    from evalnb.execution.batch.engine import stage_manifest
     return stage_manifest(run.dir, name, endpoints)
 
 
 def stage_records(run: Run) -> dict[str, dict[str, Record]]:
     """Each stage's stored records, latest per key: read once, used for scores, usage, routes."""
-    return {stage: JsonlStore(run.path(f"{stage}.jsonl")).load() for stage in ("generate", "judge")}
+    return {stage: JsonlStore(run.path(f"{stage}.jsonl")).load() for stage in CALL_STAGES}
 
 
 def responses(run: Run) -> dict[str, Record]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from evalnb.config import RunConfig
+from evalnb.core.run_config import RunConfig
 from evalnb.core.errors import ConfigError
 
 

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evalnb.core import prompts
-from evalnb.benchmarks.wildtrace.caps import CapKind
-from evalnb.config import RunConfig
+from evalnb.benchmarks.wildtrace.protocol import decoding, render_answer_prompt   # the run's real settings
+from evalnb.core.tokens import CapKind
+from evalnb.core.run_config import RunConfig
 from evalnb.core.errors import EvalnbError
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest, is_context_length_error
@@ -83,7 +83,6 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
     ``max_tokens`` defaults to the run's own completion budget, because the budget is
     reserved from the same window when the run sends its documents.
     """
-    from evalnb.benchmarks.wildtrace.protocol import decoding   # the run's real generation settings
 
     settings = decoding(config)["model"]
     bounds = upper or {"en": 4_000_000, "cjk": 1_500_000}
@@ -98,7 +97,7 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
             for kind in ("en", "cjk"):
                 async def fits(chars: int, kind: CapKind = kind) -> bool:
                     request = ChatRequest(
-                        prompts.render_answer_prompt(PROBE_QUESTION, synthetic_document(kind, chars)),
+                        render_answer_prompt(PROBE_QUESTION, synthetic_document(kind, chars)),
                         max_tokens=max_tokens or settings[config.model.token_param],
                         temperature=settings["temperature"])
                     outcome = await call_with_retries(provider, request, config.retry, rng)

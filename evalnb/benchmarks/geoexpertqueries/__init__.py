@@ -1,0 +1,6 @@
+"""GeoExpertQueries (spec 002): :mod:`.protocol` is the protocol read top to bottom, :mod:`.analysis`
+what a reader sees of a run, :mod:`.trajectories` how a trace is condensed for the rater."""
+
+from evalnb.benchmarks.geoexpertqueries.analysis import GeoExpertQueries
+
+__all__ = ["GeoExpertQueries"]

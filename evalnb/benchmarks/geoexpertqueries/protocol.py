@@ -20,21 +20,19 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from evalnb.core import prompts, stats
-from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, metric_ci, metric_value, offline_title
-from evalnb.config import RunConfig
+from evalnb.core import metrics, prompts, stats
+from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, metric_ci, metric_value
+from evalnb.core.run_config import RunConfig
 from evalnb.core.data import json_records, require
 from evalnb.core.errors import ConfigError, DataError
-from evalnb.core.replies import interpreter, parse_rating, reply_of
+from evalnb.core.replies import JudgeReplyError, as_number, field_of, interpreter, reply_of
 from evalnb.benchmarks.geoexpertqueries.trajectories import DEFAULT_OUTPUT_CHARS, DEFAULT_TOTAL_CHARS, Traces, condense, read_traces
-from evalnb.core.types import (Call, ChatRequest, Fact, ItemEvidence, ItemResults, Metric, Passage, Prepared, Record,
-                          Status, Table)
+from evalnb.core.types import (Call, ChatRequest, ItemResults, Metric, Prepared, Record,
+                          Status)
 
 if TYPE_CHECKING:
-    import numpy as np
-    import pandas as pd
 
-    from evalnb.core.figures import ReportFigure
+    pass
 
 OPTIONS: Mapping[str, Any] = {
     "traces": None,                  # JSONL of trajectories (schemas/trace.schema.json)
@@ -98,6 +96,24 @@ def rating_prompt(template: str, task: ExpertQuery, trajectory: str, tools: str)
                                    "trajectory": trajectory, "tools": tools})
 
 
+_RATING_LINE = re.compile(r"\brating\b\W{0,6}([0-9])\b", re.I)
+
+
+def parse_rating(reply: str, scale: Mapping[str, float]) -> int:
+    """A rating in the scale, from a JSON ``rating`` field or a ``Rating: N`` line."""
+    try:
+        value, _ = field_of(reply, "rating")
+    except JudgeReplyError:
+        lines = _RATING_LINE.findall(reply)
+        if not lines:
+            raise
+        value = lines[-1]
+    number = as_number(value)
+    if number is None or not number.is_integer() or str(int(number)) not in scale:
+        raise JudgeReplyError(f"rating {value!r} is not one of {', '.join(scale)}")
+    return int(number)
+
+
 def read_rating(reply: str, scale: Mapping[str, float]) -> tuple[float, dict[str, Any]]:
     """Reading 17: a rating of the scale, mapped through it."""
     rating = parse_rating(reply, scale)
@@ -114,15 +130,11 @@ def agreement(ratings: Sequence[Sequence[int]]) -> dict[str, Any]:
             "mean_range": sum(ranges) / len(ranges)}
 
 
-def _overall(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
-    return stats.cell_mean(values)
-
-
 METRICS = (Metric("overall", "overall: mean over all queries of the mapped ratings (missing trace = 0)",
-                  _overall, headline=True),)
+                  metrics.mean(), headline=True),)
 
 
-class GeoExpertQueries(BaseBenchmark):
+class GeoExpertQueriesProtocol(BaseBenchmark):
     """Spec GeoExpertQueries §2 and the pins table; readings 16, 17, 24."""
 
     NAME: ClassVar[str] = "geoexpertqueries"
@@ -132,7 +144,6 @@ class GeoExpertQueries(BaseBenchmark):
     STATUSES: ClassVar[tuple[str, ...]] = ("ok", "missing", "pending")
     ITEM: ClassVar[type] = ExpertQuery
     ITEM_NOUN: ClassVar[str] = "query"
-    FIGURE: ClassVar[str] = "ratings_and_agreement"
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -325,28 +336,6 @@ class GeoExpertQueries(BaseBenchmark):
         body["tasks"] = body.pop("tasks")   # the rows last, after the numbers
         return body
 
-    # --- evidence ------------------------------------------------------------------------------------------
-
-    def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
-                 scores: Mapping[str, Any]) -> list[ItemEvidence]:
-        out = []
-        by_id = {t.task_id: t for t in self.tasks}
-        for row in scores["tasks"]:
-            task = by_id[row["task_id"]]
-            trace = self.traces.traces.get(task.task_id)
-            response = responses.get(task.task_id) or {}
-            sections: list[Any] = [Fact("status", row["status"]), Passage("query", task.query),
-                                   Passage("condensed trajectory", response.get("text"), collapsed=True),
-                                   Passage("final response", trace["final_response"] if trace else None)]
-            if row["runs"]:
-                sections.append(Table("ratings", ("run", "status", "rating", "mapped score"),
-                                      tuple((r["run"], r["status"], r["rating"], r["score"]) for r in row["runs"])))
-                sections += [Passage(f"run {r['run']}: reply", r["reply"]) for r in row["runs"]]
-            sections.append(Fact("mapped mean", "-" if row["score"] is None else f"{row['score']:.4f}"))
-            judges = {f"run{r['run']}": r["score"] for r in row["runs"]}
-            out.append(ItemEvidence(task.task_id, row["status"], row["score"], judges, tuple(sections)))
-        return out
-
     # --- reading a scores.json ------------------------------------------------------------------------------
 
     @classmethod
@@ -380,48 +369,4 @@ class GeoExpertQueries(BaseBenchmark):
             judges={r["task_id"]: {f"run{run['run']}": mapped for run in r["runs"]
                                    if (mapped := cls._mapped(scores, run)) is not None} for r in rows})
 
-    @classmethod
-    def breakdown(cls, scores: Mapping[str, Any]) -> pd.DataFrame:
-        """The rating distribution, run-to-run agreement, and the overall score with its interval."""
-        import pandas as pd
 
-        ci = metric_ci(scores, "overall") or {}
-        rows: list[tuple[str, Any]] = [(f"rating {k}", v) for k, v in scores["rating_counts"].items()]
-        rows += [(k.replace("_", " "), v) for k, v in scores["agreement"].items()]
-        rows += [("overall", metric_value(scores, "overall")), ("CI low", ci.get("low")), ("CI high", ci.get("high"))]
-        return pd.DataFrame(rows, columns=["", "value"]).set_index("")
-
-    @classmethod
-    def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
-        """The rating distribution, and each query's ratings across runs."""
-        from evalnb.core.figures import new_figure
-
-        fig = new_figure((9, 3.5))
-        left, right = fig.subplots(1, 2)
-        counts = scores["rating_counts"]
-        left.bar(list(counts), list(counts.values()), color="#4c72b0")
-        left.set_xlabel("rating")
-        left.set_ylabel("autorater calls")
-        left.set_title("rating distribution")
-        rated = [r for r in scores["tasks"] if r["ratings"] and None not in r["ratings"]]
-        for i, row in enumerate(rated):
-            right.scatter([i] * len(row["ratings"]), row["ratings"], alpha=0.5, color="#dd8452")
-        right.set_xticks(range(len(rated)), [r["task_id"] for r in rated], rotation=60, fontsize=7)
-        right.set_yticks([0, 1, 2])
-        share = scores["agreement"]["unanimous_share"]
-        right.set_title(f"ratings per run (unanimous: {share:.0%})" if share is not None else "ratings per run")
-        config = scores["judge_config"]
-        fig.suptitle(offline_title(scores, f"autorater {config['model']}, {config['num_runs']} runs"))
-        fig.tight_layout()
-        return fig
-
-    @classmethod
-    def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
-        """Which trajectories were missing, unknown, duplicated or converted from transcripts."""
-        import pandas as pd
-
-        report = scores.get("traces_report") or {}
-        rows = [(kind.replace("_", " "), ", ".join(report.get(kind) or []) or "-")
-                for kind in ("missing_ids", "unknown_ids", "duplicate_ids", "converted_from_messages")]
-        return [(f"Trajectories file {report.get('file', '-')}",
-                 pd.DataFrame(rows, columns=["", "queries"]).set_index(""))]

@@ -11,28 +11,56 @@ import functools
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from evalnb.core import prompts, stats
+from evalnb.core import metrics, prompts, stats
 from evalnb.benchmarks.base import (BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, metric_ci, metric_value,
-                                    offline_title, score_or_nan)
-from evalnb.config import RunConfig
-from evalnb.core.data import Where, json_records, read_jsonl, record_id, require
-from evalnb.core.errors import ConfigError, DataError
-from evalnb.core.replies import interpreter, parse_element_scores, reply_of
-from evalnb.benchmarks.geoktools.scoring import (TOLERANCE, deterministic_score, exact_match, explain, golden_list,
-                                       golden_string_notes, rouge_blind)
-from evalnb.core.types import (Call, ChatRequest, Fact, ItemEvidence, ItemResults, Metric, Passage, Prepared, Record,
-                          Status, Table)
+                                    score_or_nan)
+from evalnb.core.run_config import RunConfig
+from evalnb.core.data import json_records, require
+from evalnb.core.errors import ConfigError
+from evalnb.core.replies import interpreter, reply_of
+from evalnb.benchmarks.geoktools.scoring import (TOLERANCE, deterministic_score, exact_match, golden_list,
+                                       golden_string_notes, parse_element_scores)
+from evalnb.core.types import (Call, ChatRequest, ItemResults, Metric, Prepared, Record,
+                          Status)
+from evalnb.benchmarks.geoktools.predictions import Predictions, read_predictions
 
 if TYPE_CHECKING:
-    import numpy as np
-    import pandas as pd
 
-    from evalnb.core.figures import ReportFigure
+    pass
+
+# --- the judge's prompt and settings ------------------------------------------------------------
+
+# GeoKTools: the judge's system prompt is a file (the report's own can replace ours); the
+# user turn below is ours, since the reference runner's is not published.
+JUDGE_PROMPT = """QUESTION:
+{query}
+
+GOLDEN ANSWER:
+{golden}
+
+RESPONSE:
+{response}"""
+
+JUDGE_SCHEMA: dict = {
+    "type": "object",
+    "properties": {
+        "element_scores": {"type": "array", "items": {"type": "number"}},
+        "score": {"type": "number"},
+        "rationale": {"type": "string"},
+    },
+    "required": ["element_scores", "score", "rationale"],
+    "additionalProperties": False,
+}
+
+
+def render_judge_prompt(query: str, golden: str, response: str) -> str:
+    return prompts.fill(JUDGE_PROMPT, {"query": query, "golden": golden, "response": response})
+
 
 K_VALUES = (1, 2, 3, 4)
 DETERMINISTIC_LABEL = ("OFFLINE APPROXIMATION: scored by the deterministic offline scorer, which agrees "
@@ -76,54 +104,6 @@ def read_cases(path: Path) -> list[dict[str, Any]]:
     return cases
 
 
-@dataclass(frozen=True)
-class Predictions:
-    responses: dict[str, str]     # a null or absent response is kept as "" (scores 0, reading 22)
-    unknown_ids: list[str]
-    duplicate_ids: list[str]
-    missing_ids: list[str]
-    no_response_ids: list[str]
-    sha256: str
-
-    def report(self, path: Path) -> dict[str, Any]:
-        return {"file": str(path), "sha256": self.sha256, "predicted": len(self.responses),
-                "unknown_ids": self.unknown_ids, "duplicate_ids": self.duplicate_ids,
-                "missing_ids": self.missing_ids, "no_response_ids": self.no_response_ids,
-                "note": "duplicates: the first line is used; unknown ids are ignored; a "
-                        "missing prediction, or a line whose response is null or absent, scores 0"}
-
-
-def read_predictions(path: Path, case_ids: Sequence[str]) -> Predictions:
-    """One agent run's answers, the file read once (its hash from the same bytes)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(str(path), "file not found") from None
-    responses: dict[str, str] = {}
-    unknown, duplicates, no_response = [], [], []
-    known = set(case_ids)
-    for line, raw in read_jsonl(path, data):
-        where = Where(str(path), line)
-        if not isinstance(raw, dict):
-            raise where.error("expected an object {id, response}")
-        case_id = record_id(raw, "id", where)
-        response = raw.get("response")
-        if response is not None and not isinstance(response, str):
-            raise Where(str(path), line, case_id).error(
-                f"expected a string (may be empty), null or no field; got {type(response).__name__}",
-                "response")
-        if case_id not in known:
-            unknown.append(case_id)
-        elif case_id in responses:
-            duplicates.append(case_id)
-        else:
-            responses[case_id] = response or ""
-            if response is None:
-                no_response.append(case_id)
-    return Predictions(responses, unknown, duplicates, [c for c in case_ids if c not in responses],
-                       no_response, hashlib.sha256(data).hexdigest())
-
-
 def generation_settings(config: RunConfig) -> dict[str, Any]:
     # The no-tools baseline agent answers at the model's default temperature.
     return {"temperature": None, "max_tokens": 32768 if config.model.reasoning else 8192}
@@ -137,36 +117,14 @@ def read_verdict(reply: str) -> tuple[float, dict[str, Any]]:
 
 # --- metrics: functions of (..., repeats, cases), strata "K=1".."K=4" -----------------------------
 
-def _overall(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
-    return stats.cell_mean(values)
-
-
-def _of_k(k: int) -> Any:
-    def mean_of_k(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
-        import numpy as np
-        columns = strata.get(f"K={k}")
-        if columns is None or not len(columns):
-            return np.full(values.shape[:-2], np.nan)
-        return stats.cell_mean(values, columns)
-    return mean_of_k
-
-
-def _macro(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
-    return stats.macro_mean(values, strata)
-
-
 METRICS = (
-    Metric("overall", "overall: mean over all cases (and repeats)", _overall, headline=True),
-    Metric("macro_over_k", "macro over K: mean of the per-K means", _macro, headline=True),
-    *(Metric(f"K={k}", f"K={k}: mean over the cases with K = {k}", _of_k(k)) for k in K_VALUES),
+    Metric("overall", "overall: mean over all cases (and repeats)", metrics.mean(), headline=True),
+    Metric("macro_over_k", "macro over K: mean of the per-K means", metrics.macro_mean(), headline=True),
+    *(Metric(f"K={k}", f"K={k}: mean over the cases with K = {k}", metrics.stratum_mean(f"K={k}")) for k in K_VALUES),
 )
 
 
-class _HasPath(Protocol):
-    def path(self, name: str) -> Path: ...
-
-
-class GeoKTools(BaseBenchmark):
+class GeoKToolsProtocol(BaseBenchmark):
     """Spec GeoKTools §1, §3-4; readings 12-15, 21-23."""
 
     NAME: ClassVar[str] = "geoktools"
@@ -185,7 +143,6 @@ class GeoKTools(BaseBenchmark):
                                            "failed_transient", "pending")
     ITEM: ClassVar[type] = GeoCase
     ITEM_NOUN: ClassVar[str] = "case"
-    FIGURE: ClassVar[str] = "accuracy_by_k"
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -268,8 +225,8 @@ class GeoKTools(BaseBenchmark):
         return {"scorer": "llm", "model": judge.name, "provider": judge.provider,
                 "temperature": "model default (not sent)", "max_tokens": o["judge_max_tokens"],
                 "system_prompt_file": self.judge_prompt.record(),
-                "user_prompt_sha256": hashlib.sha256(prompts.GEOKTOOLS_JUDGE_PROMPT.encode()).hexdigest(),
-                "structured_output_schema": prompts.GEOKTOOLS_JUDGE_SCHEMA,
+                "user_prompt_sha256": hashlib.sha256(JUDGE_PROMPT.encode()).hexdigest(),
+                "structured_output_schema": JUDGE_SCHEMA,
                 "exact_match_first": True}
 
     def fingerprint_parts(self) -> dict[str, Any]:
@@ -336,9 +293,9 @@ class GeoKTools(BaseBenchmark):
                 calls.append(Call(task.task_id, "judge1", functools.partial(Prepared, None, decided)))
                 continue
             assert self.judge_prompt is not None
-            request = ChatRequest(prompts.render_geoktools_judge_prompt(task.query, task.golden, response["text"]),
+            request = ChatRequest(render_judge_prompt(task.query, task.golden, response["text"]),
                                   max_tokens=self.config.options["judge_max_tokens"], temperature=None,
-                                  system=self.judge_prompt.text, json_schema=prompts.GEOKTOOLS_JUDGE_SCHEMA)
+                                  system=self.judge_prompt.text, json_schema=JUDGE_SCHEMA)
             fields = {"task_id": task.task_id, "case_id": task.case_id, "repeat": task.repeat, "K": task.k}
             calls.append(Call(task.task_id, "judge1", functools.partial(Prepared, request, fields),
                               interpreter(read_verdict)))
@@ -386,62 +343,6 @@ class GeoKTools(BaseBenchmark):
         body["tasks"] = body.pop("tasks")   # the rows last, after the numbers
         return body
 
-    # --- evidence ------------------------------------------------------------------------------------------
-
-    def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
-                 scores: Mapping[str, Any]) -> list[ItemEvidence]:
-        by_case: dict[str, list[dict[str, Any]]] = {}
-        for row in scores["tasks"]:
-            by_case.setdefault(row["case_id"], []).append(row)
-        results = self.results(scores)
-        out = []
-        for case in self.cases:
-            rows = sorted(by_case.get(case["id"], []), key=lambda r: r["repeat"])
-            sections: list[Any] = [Fact("K", str(case["K"])), Passage("query", case["query"]),
-                                   Passage("golden list", case["golden"])]
-            blind = [f"element {i} {json.dumps(g, ensure_ascii=False)} (ROUGE-L scores it 0)"
-                     for i, g in enumerate(golden_list(case["golden"])) if isinstance(g, str) and rouge_blind(g)]
-            if blind:   # reading 23: only an exact match of the whole response scores these
-                sections.append(Fact("ROUGE-blind golden strings", "; ".join(blind)))
-            per_repeat: dict[str, float | None] = {}
-            for row in rows:
-                prefix = f"repeat {row['repeat']}: " if self.repeats > 1 else ""
-                text = (responses.get(row["task_id"]) or {}).get("text")
-                per_repeat[f"repeat {row['repeat']}"] = row["score"]
-                shown = "-" if row["score"] is None else f"{row['score']:.4f}"
-                sections.append(Fact(f"{prefix}status",
-                                     f"{row['status']}; scored by {row['method'] or '-'}; score {shown}"))
-                sections.append(Passage(f"{prefix}response", text))
-                sections.extend(self._elements(prefix, row, text, case["golden"]))
-                if row.get("reply") is not None:
-                    sections.append(Passage(f"{prefix}judge reply", row["reply"]))
-            out.append(ItemEvidence(case["id"], results.statuses[case["id"]], results.scores[case["id"]],
-                                    per_repeat if self.repeats > 1 else {}, tuple(sections)))
-        return out
-
-    @staticmethod
-    def _elements(prefix: str, row: Mapping[str, Any], text: str | None, golden: str) -> list[Any]:
-        """The parsed list and each element's score with the rule that produced it."""
-        columns = ("element", "golden", "predicted", "score", "rule")
-        method = row["method"]
-        if method in ("deterministic", "judge", "exact") and text is not None:
-            parsed, explained = explain(text, golden)
-            rows: list[tuple[int, Any, Any, float | None, str]] = list(explained)
-            if method == "exact":
-                rows = [(i, g, p, 1.0, "exact match of the whole response") for i, g, p, _, _ in rows]
-            elif method == "judge":
-                given = row.get("element_scores") or []
-                rows = [(i, g, p, given[i] if i < len(given) else None, "judge") for i, g, p, _, _ in rows]
-            return [Passage(f"{prefix}list parsed from the response",
-                            json.dumps(parsed, ensure_ascii=False) if parsed is not None else "(no parsable list)"),
-                    Table(f"{prefix}elements", columns,
-                          tuple((i, json.dumps(g, ensure_ascii=False), "(missing)" if p is None and rule in
-                                 ("missing", "no parsable list") else json.dumps(p, ensure_ascii=False),
-                                 score, rule) for i, g, p, score, rule in rows))]
-        if method is not None:   # missing, empty, refused ... response: 0 without a call
-            return [Fact(f"{prefix}elements", f"every element scores 0: the response is {method}")]
-        return []
-
     # --- reading a scores.json ----------------------------------------------------------------------------
 
     @classmethod
@@ -470,53 +371,6 @@ class GeoKTools(BaseBenchmark):
             judges={case: {f"repeat {r['repeat']}": r["score"] for r in rows if r["score"] is not None}
                     for case, rows in by_case.items()} if repeats > 1 else {})
 
-    @classmethod
-    def breakdown(cls, scores: Mapping[str, Any]) -> pd.DataFrame:
-        """Overall, per K and macro over K, each with its interval (resampled within K)."""
-        import pandas as pd
-
-        counts = Counter(r["K"] for r in scores["tasks"] if r["repeat"] == 1)
-        rows = []
-        for metric in METRICS:
-            ci = metric_ci(scores, metric.name) or {}
-            n = counts.get(int(metric.name[2:])) if metric.name.startswith("K=") else \
-                (scores.get("n_cases") if metric.name == "overall" else None)
-            rows.append((metric.label.split(":")[0], n, metric_value(scores, metric.name), ci.get("low"),
-                         ci.get("high")))
-        return pd.DataFrame(rows, columns=["stratum", "n", "mean", "ci_low", "ci_high"]).set_index("stratum")
-
-    @classmethod
-    def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
-        """Mean score per K with its bootstrap interval as error bars."""
-        from evalnb.core.figures import new_figure
-
-        fig = new_figure((6, 3.5))
-        ax = fig.subplots()
-        counts = Counter(r["K"] for r in scores["tasks"] if r["repeat"] == 1)
-        ks = [k for k in K_VALUES if counts.get(k) and metric_ci(scores, f"K={k}")]
-        if ks:
-            means = [metric_value(scores, f"K={k}") or 0.0 for k in ks]
-            cis = [metric_ci(scores, f"K={k}") or {} for k in ks]
-            lows = [m - (c["low"] if c.get("low") is not None else m) for m, c in zip(means, cis)]
-            highs = [(c["high"] if c.get("high") is not None else m) - m for m, c in zip(means, cis)]
-            ax.bar([f"K={k}\n(n={counts[k]})" for k in ks], means, color="#4c72b0", yerr=[lows, highs], capsize=6)
-            overall = metric_value(scores, "overall")
-            if overall is not None:
-                ax.axhline(overall, color="black", linestyle="--", linewidth=1, label=f"overall {overall:.3f}")
-                ax.legend(loc="lower right")
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("accuracy (mean case score)")
-        ci = metric_ci(scores, "overall") or {}
-        ax.set_title(offline_title(scores, f"accuracy by K, {int(ci.get('confidence', 0.95) * 100)}% bootstrap CI "
-                                           f"(n_boot={ci.get('n_boot', '-')}, seed={ci.get('seed', '-')})"))
-        return fig
-
-    @classmethod
-    def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
-        """Reading 23: the golden strings ROUGE-L cannot see."""
-        note = (scores.get("rouge_blind_golden_strings") or {}).get("note", "")
-        return [(f"Golden strings ROUGE-L cannot see (reading 23). {note}", rouge_blind_table(scores))]
-
 
 def headline_keys(body: Mapping[str, Any], counts: Mapping[int, int]) -> dict[str, Any]:
     """The headline keys scores.json has always had, from the declared metrics."""
@@ -531,7 +385,7 @@ def headline_keys(body: Mapping[str, Any], counts: Mapping[int, int]) -> dict[st
 
 def repeat_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     """Each repeat's numbers alone, and their mean and s.d. across repeats."""
-    results = GeoKTools.results(body)
+    results = GeoKToolsProtocol.results(body)
     strata = [results.strata[i] for i in results.ids]
     per_metric = {m.name: stats.per_repeat(m, results.values, strata) for m in METRICS}
     heads = [{"overall": per_metric["overall"][r], "macro_over_k": per_metric["macro_over_k"][r],
@@ -543,17 +397,3 @@ def repeat_summary(body: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- what the string scorer cannot see (reading 23) -------------------------------------------
 
-def rouge_blind_table(source: Mapping[str, Any] | _HasPath) -> pd.DataFrame:
-    """Reading 23 for the report: one row per golden string element ROUGE-L cannot see.
-
-    ``source`` is a scores.json body or a run; other benchmarks give an empty table.
-    """
-    import pandas as pd   # here, not at import: loading a benchmark stays light
-
-    if isinstance(source, Mapping):
-        scores: Mapping[str, Any] = source
-    else:
-        scores = json.loads(source.path("scores.json").read_text("utf-8"))
-    entries = (scores.get("rouge_blind_golden_strings") or {}).get("elements", [])
-    return pd.DataFrame(entries, columns=["case_id", "K", "index", "text"]).rename(
-        columns={"index": "element", "text": "golden string (no [a-z0-9] token)"})

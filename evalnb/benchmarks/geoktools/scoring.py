@@ -31,7 +31,7 @@ from typing import Any
 
 from rouge_score import rouge_scorer, tokenizers
 
-from evalnb.core.replies import as_number
+from evalnb.core.replies import JudgeReplyError, as_number, field_of
 
 TOLERANCE = 0.10
 _decoder = json.JSONDecoder()
@@ -229,3 +229,24 @@ def golden_string_notes(goldens: Mapping[str, tuple[int, str]]) -> dict[str, Any
                 "examples": examples, "note": note, "elements": entries}
     return {"rouge_blind_golden_strings": summary(blind, ROUGE_BLIND_NOTE),
             "golden_numeric_strings": summary(numeric, NUMERIC_STRING_NOTE)}
+
+
+# --- the LLM judge's reply ----------------------------------------------------------------------
+
+ELEMENT_AGREEMENT = 0.01   # an overall score must equal the mean of its element scores
+
+
+def parse_element_scores(reply: str) -> tuple[float, list[float]]:
+    """``score`` in [0, 1] and ``element_scores``, a list of numbers in [0, 1] whose mean it is."""
+    score_value, verdict = field_of(reply, "score")
+    score = as_number(score_value)
+    elements = verdict.get("element_scores")
+    if score is None or not 0 <= score <= 1:
+        raise JudgeReplyError(f"'score' is not a number in [0, 1]: {score_value!r}")
+    values = [as_number(x) for x in elements] if isinstance(elements, list) else None
+    if values is None or any(v is None or not 0 <= v <= 1 for v in values):
+        raise JudgeReplyError("'element_scores' is not a list of numbers in [0, 1]")
+    numbers = [float(v or 0.0) for v in values]
+    if numbers and abs(sum(numbers) / len(numbers) - score) > ELEMENT_AGREEMENT:
+        raise JudgeReplyError(f"'score' {score} is not the mean of 'element_scores' {numbers}")
+    return score, numbers

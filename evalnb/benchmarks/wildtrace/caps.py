@@ -11,12 +11,10 @@ import json
 from dataclasses import asdict, dataclass
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
-CapKind = Literal["en", "cjk"]
+from evalnb.core.tokens import CapKind, cap_kind   # reading 3 lives with the token estimate
 
-CJK_WINDOW = 4000       # characters inspected for CJK detection
-CJK_THRESHOLD = 20      # strictly more than this many ideographs means the cjk cap
 
 
 @dataclass(frozen=True)
@@ -50,15 +48,6 @@ class Route:
 def caps_table() -> dict[str, Any]:
     """The caps table of §3, kept as data in ``caps.json``."""
     return json.loads(resources.files(__package__).joinpath("caps.json").read_text("utf-8"))
-
-
-def cjk_count(text: str) -> int:
-    return sum(1 for c in text[:CJK_WINDOW] if "\u4e00" <= c <= "\u9fff")
-
-
-def cap_kind(document: str) -> CapKind:
-    """Reading 3: more than 20 ideographs in the first 4000 characters selects the cjk cap."""
-    return "cjk" if cjk_count(document) > CJK_THRESHOLD else "en"
 
 
 def caps_for(model_name: str, override: dict[str, int] | None = None) -> Caps:

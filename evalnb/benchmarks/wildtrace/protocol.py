@@ -1,9 +1,10 @@
 """WildTrace: evidence-withheld long-document QA, judged by a three-judge panel.
 
-Reference: the WildTrace protocol (spec §1-5) and spec README readings 1-11. The model
-sees only the document and the question; a document longer than the model's cap is out of
-context, scored 0 and sent to nobody; each judge grades against the points rubric; a task's
-score is the panel mean once every judge has succeeded.
+The protocol, top to bottom: the prompts and settings (spec §1, §2, §4), the tasks, the
+contestant's call (a document over the model's cap is out of context: scored 0 and sent to
+nobody, readings 1-4), the judges' calls and their replies (readings 7-8), the task score
+(readings 5 and 9) and the declared metrics (reading 10). What a reader sees (evidence,
+figures, tables across runs) is in :mod:`evalnb.benchmarks.wildtrace.analysis`.
 """
 
 from __future__ import annotations
@@ -14,32 +15,78 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from typing import TYPE_CHECKING, ClassVar
-
-from evalnb.core import prompts, stats
-from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, judge_table, offline_title
+from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark
 from evalnb.benchmarks.wildtrace.caps import caps_for, caps_table, route_for, unlisted_warning
-from evalnb.config import RunConfig
-from evalnb.core.data import Corpus, Where, json_records, read_jsonl, require, unique_ids
-from evalnb.core.replies import interpreter, normalise, panel_mean, parse_total, points_awarded, reply_of
-from evalnb.core.types import (Call, ChatRequest, Fact, ItemEvidence, ItemResults, Metric, Passage, Prepared, Record,
-                          Status, Table)
+from evalnb.benchmarks.wildtrace.tasks import RubricItem, WildTraceTask, read_tasks
+from evalnb.core import metrics, prompts
+from evalnb.core.data import Corpus, Where
+from evalnb.core.replies import JudgeReplyError, as_number, field_of, interpreter, is_json_number, reply_of
+from evalnb.core.run_config import RunConfig
+from evalnb.core.types import Call, ChatRequest, ItemResults, Metric, Prepared, Record, Status
 
-if TYPE_CHECKING:
-    import numpy as np
-    import pandas as pd
+# --- the prompts (spec §1 and §4, verbatim) and the settings (§2, §4) ------------------------------
 
-    from evalnb.benchmarks import RunScores
-    from evalnb.core.figures import ReportFigure
+ANSWER_PROMPT = """Answer using ONLY the document below. Include every specific detail from the text.
+
+Question: {question}
+
+Document:
+{document}"""
+
+JUDGE_PROMPT = """STRICT grader. Only award points for SPECIFIC details present.
+QUESTION: {question}
+RUBRIC:
+{rubric}
+RESPONSE:
+{response}
+Reply JSON: {"points_awarded":[<pts>],"total":<sum>}"""
+
+# Spec README reading 7: the truncations the judge prompt applies.
+JUDGE_QUESTION_CHARS = 600
+JUDGE_CRITERION_CHARS = 260
+JUDGE_RESPONSE_CHARS = 5000
+
+
+def render_answer_prompt(question: str, document: str) -> str:
+    """The contestant's single user turn: document and question only (spec §1)."""
+    # Concatenation instead of fill(): documents reach 2.85 million characters and the
+    # template's only placeholders are these two, in this order.
+    head, rest = ANSWER_PROMPT.split("{question}")
+    mid, tail = rest.split("{document}")
+    return head + question + mid + document + tail
+
+
+def format_points(points: float) -> str:
+    """Points as the release writes them: ``40``, not ``40.0``; ``2.5`` stays ``2.5``."""
+    return str(int(points)) if float(points).is_integer() else repr(float(points))
+
+
+def render_judge_prompt(question: str, rubric: Sequence[RubricItem], response: str) -> str:
+    """The judge's prompt, truncating question, criteria and response as reading 7 says."""
+    lines = "\n".join(
+        f"P{i} ({format_points(item.points)}pts): {item.criterion[:JUDGE_CRITERION_CHARS]}"
+        for i, item in enumerate(rubric, start=1)
+    )
+    return prompts.fill(JUDGE_PROMPT, {
+        "question": question[:JUDGE_QUESTION_CHARS],
+        "rubric": lines,
+        "response": response[:JUDGE_RESPONSE_CHARS],
+    })
+
 
 # Spec §2 and §4.
 TEMPERATURE = 0.1
 MAX_TOKENS = 8192
 MAX_TOKENS_REASONING = 32768
 JUDGE_MAX_TOKENS = 16384
+
+
+def prompt_texts() -> dict[str, str]:
+    """The templates whose text makes scores comparable (hashed into the fingerprint)."""
+    return {"wildtrace_answer": ANSWER_PROMPT, "wildtrace_judge": JUDGE_PROMPT}
+
 
 # Reading 5: final statuses that score 0; only "ok" is judged; failed_transient is resumable.
 ZERO_STATUSES = (Status.OUT_OF_CONTEXT, Status.REFUSED, Status.EMPTY, Status.FAILED_PERMANENT)
@@ -50,70 +97,7 @@ AGGREGATION_POLICY = (
     "missing/failed/out-of-context zero-filled; null while anything is resumable")
 
 
-@dataclass(frozen=True)
-class RubricItem:
-    points: float
-    criterion: str
-
-
-@dataclass(frozen=True)
-class WildTraceTask:
-    task_id: str
-    question: str
-    corpus_file: str
-    rubric: tuple[RubricItem, ...]
-
-    @property
-    def max_points(self) -> float:
-        return sum(item.points for item in self.rubric)
-
-
-# --- loading -----------------------------------------------------------------------------
-
-def _task(raw: Any, where: Where) -> WildTraceTask:
-    if not isinstance(raw, dict):
-        raise where.error("expected a task object")
-    task_id = require(raw, "task_id", str, where)
-    where = Where(where.source, where.line, task_id)
-    ground_truth = require(raw, "ground_truth", object, where)
-    if isinstance(ground_truth, str):   # the Hugging Face .jsonl serialises it
-        try:
-            ground_truth = json.loads(ground_truth)
-        except json.JSONDecodeError as e:
-            raise where.error(f"not valid serialised JSON ({e.msg})", "ground_truth") from None
-    if not isinstance(ground_truth, dict):
-        raise where.error("expected an object (or its JSON serialisation)", "ground_truth")
-    rubric_raw = require(ground_truth, "scoring_rubric", list, where, path="ground_truth.scoring_rubric")
-    if not rubric_raw:
-        raise where.error("empty rubric", "ground_truth.scoring_rubric")
-    rubric = []
-    for i, item in enumerate(rubric_raw):
-        path = f"ground_truth.scoring_rubric[{i}]"
-        points = require(item, "points", float, where, path=f"{path}.points")
-        if points < 0:
-            raise where.error("negative points", f"{path}.points")
-        rubric.append(RubricItem(points, require(item, "correct_criterion", str, where,
-                                                 path=f"{path}.correct_criterion")))
-    if sum(item.points for item in rubric) <= 0:
-        raise where.error("rubric points sum to zero", "ground_truth.scoring_rubric")
-    return WildTraceTask(task_id, require(raw, "question_text", str, where),
-                         require(raw, "corpus_file", str, where), tuple(rubric))
-
-
-def read_tasks(path: Path) -> list[WildTraceTask]:
-    """Both released representations: nested ``.json`` (a list, or ``{"tasks": [...]}``)
-    and Hugging Face ``.jsonl`` (one task per line, ``ground_truth`` serialised JSON)."""
-    source = str(path)
-    if path.suffix != ".jsonl":
-        return [_task(raw, where) for where, raw, _ in json_records(path, "tasks", "task_id")]
-    pairs = [(_task(obj, Where(source, line)), Where(source, line)) for line, obj in read_jsonl(path)]
-    if not pairs:
-        raise Where(source).error("no tasks")
-    unique_ids([(t.task_id, w) for t, w in pairs])
-    return [t for t, _ in pairs]
-
-
-# --- fingerprint (reading 11) --------------------------------------------------------------
+# --- the calls' settings and the judge's reply (readings 7, 8, 11); the tasks: see tasks.py -----------------------------------
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -131,7 +115,7 @@ def decoding(config: RunConfig) -> dict[str, Any]:
 
 def judge_request(task: WildTraceTask, response: str, settings: Mapping[str, Any],
                   token_param: str) -> ChatRequest:
-    return ChatRequest(prompts.render_judge_prompt(task.question, task.rubric, response),
+    return ChatRequest(render_judge_prompt(task.question, task.rubric, response),
                        max_tokens=settings[token_param], temperature=settings["temperature"])
 
 
@@ -142,37 +126,74 @@ def read_verdict(reply: str, max_points: float) -> tuple[float, dict[str, Any]]:
     return verdict.score, {"total": total, "clamped": verdict.clamped}
 
 
-# --- metrics: functions of (..., 1, tasks); NaN marks a task not answered ok -------------------------
-
-def _all_tasks(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
-    return stats.cell_mean(values, missing="zero")
-
-
-def _scored(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
-    return stats.cell_mean(values, missing="exclude")
+def parse_total(reply: str) -> float:
+    value, _ = field_of(reply, "total")
+    number = as_number(value)
+    if number is None:
+        raise JudgeReplyError(f"'total' is not a number: {value!r}")
+    return number
 
 
-def _coverage(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
-    return stats.share_present(values)
+def points_awarded(reply: str | None) -> list[float] | None:
+    """The judge's per-item points, when its reply lists them as numbers; else None."""
+    try:
+        value, _ = field_of(reply or "", "points_awarded")
+    except JudgeReplyError:
+        return None
+    if not isinstance(value, list) or not all(is_json_number(v) for v in value):
+        return None
+    numbers = [as_number(v) for v in value]
+    return None if any(n is None for n in numbers) else [float(n or 0.0) for n in numbers]
 
 
-def _scored_n(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
-    import numpy as np
-    return (~np.isnan(values)).sum(axis=(-2, -1)).astype(float)
+@dataclass(frozen=True)
+class Normalised:
+    score: float
+    clamped: bool
 
+
+def normalise(total: float, max_points: float) -> Normalised:
+    raw = total / max_points
+    score = min(1.0, max(0.0, raw))
+    return Normalised(score, clamped=score != raw)
+
+
+def panel_mean(scores: Sequence[float | None]) -> float | None:
+    """Reading 9: a task's score exists only when every configured judge has one."""
+    if not scores or any(s is None for s in scores):
+        return None
+    return sum(scores) / len(scores)  # type: ignore[arg-type]
+
+# --- the score rule (readings 5 and 9) -------------------------------------------------------------
+
+def task_score(status: str, judge_scores: Sequence[float | None]) -> float | None:
+    """A task's score: the panel mean of its judges' normalised scores when it was answered ``ok``
+    and every configured judge has scored it (reading 9); 0 for a final non-ok answer
+    (out of context, refused, empty, failed_permanent: reading 5); None while resumable
+    (a transient failure, a missing judge verdict, or no answer yet)."""
+    if status == Status.OK:
+        return panel_mean(judge_scores)
+    if status in ZERO_STATUSES:
+        return 0.0
+    return None
+
+
+# --- the metrics (reading 10), over a 1 x tasks matrix; NaN marks a task not answered ok ------------
 
 METRICS = (
-    Metric("all_tasks", "All: mean over every task in the data file (not answered ok = 0)", _all_tasks,
+    Metric("all_tasks", "All: mean over every task in the data file (not answered ok = 0)",
+           metrics.mean(missing="zero"),
            headline=True),
-    Metric("scored", "Scored: mean over tasks answered ok with a full-panel score", _scored,
+    Metric("scored", "Scored: mean over tasks answered ok with a full-panel score",
+           metrics.mean(missing="exclude"),
            headline=True, partial=True),
-    Metric("coverage", "share of tasks scored", _coverage, partial=True),
-    Metric("scored_n", "tasks scored", _scored_n, partial=True, interval=False),
+    Metric("coverage", "share of tasks scored", metrics.share_scored(), partial=True),
+    Metric("scored_n", "tasks scored", metrics.count_scored(), partial=True, interval=False),
 )
 
 
-class WildTrace(BaseBenchmark):
-    """Spec §1-5, readings 1-11."""
+class WildTraceProtocol(BaseBenchmark):
+    """Spec §1-5, readings 1-11: the calls and the scores (the views are in :mod:`.analysis`)."""
 
     NAME: ClassVar[str] = "wildtrace"
     OPTIONS: ClassVar[Mapping[str, Any]] = dict(BOOTSTRAP_OPTIONS)
@@ -186,7 +207,6 @@ class WildTrace(BaseBenchmark):
                                            "failed_transient", "pending")
     ITEM: ClassVar[type] = WildTraceTask
     ITEM_NOUN: ClassVar[str] = "task"
-    FIGURE: ClassVar[str] = "judge_distributions"
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -219,7 +239,7 @@ class WildTrace(BaseBenchmark):
     def fingerprint_parts(self) -> dict[str, Any]:
         config = self.config
         return {
-            "prompts": {name: sha256_text(text) for name, text in prompts.prompt_texts().items()},
+            "prompts": {name: sha256_text(text) for name, text in prompt_texts().items()},
             "caps": asdict(self.caps),
             "caps_table": sha256_text(json.dumps(caps_table(), sort_keys=True)),
             "decoding": decoding(config),
@@ -240,7 +260,7 @@ class WildTrace(BaseBenchmark):
         fields = {"task_id": task.task_id, "route": route.as_dict()}
         if not route.in_scope:   # reading 1: not sent, not truncated
             return Prepared(None, fields | {"status": Status.OUT_OF_CONTEXT.value, "text": None})
-        request = ChatRequest(prompts.render_answer_prompt(task.question, document),
+        request = ChatRequest(render_answer_prompt(task.question, document),
                               max_tokens=settings[self.config.model.token_param],
                               temperature=settings["temperature"])
         return Prepared(request, fields)
@@ -276,13 +296,11 @@ class WildTrace(BaseBenchmark):
             status = response["status"] if response else Status.PENDING.value
             verdicts = [judgements.get(f"{task.task_id}::{role}") for role, _ in roles]
             value: float | None
+            value = task_score(status, [v["score"] if v and v["status"] == "ok" else None for v in verdicts])
             if status == Status.OK:
-                value = panel_mean([v["score"] if v and v["status"] == "ok" else None for v in verdicts])
                 pending_judges += sum(1 for v in verdicts if not v or v["status"] != "ok")
-            elif status in ZERO_STATUSES:
-                value = 0.0
-            else:   # failed_transient, or never generated: resumable
-                value, pending_generation = None, pending_generation + 1
+            elif value is None:   # failed_transient, or never generated: resumable
+                pending_generation += 1
             rows.append({
                 "task_id": task.task_id, "status": status, "score": value,
                 "route": response.get("route") if response else None,
@@ -300,11 +318,11 @@ class WildTrace(BaseBenchmark):
         complete = pending_generation == 0 and pending_judges == 0
         body: dict[str, Any] = {"complete": complete, "n_tasks": len(self.tasks), "tasks": rows}
         self.with_metrics(body)
-        metrics = body["metrics"]
-        all_tasks = metrics["all_tasks"]["value"] if complete else None
+        declared = body["metrics"]
+        all_tasks = declared["all_tasks"]["value"] if complete else None
         body |= {
-            "scored_overall": metrics["scored"]["value"],
-            "scored_n": int(metrics["scored_n"]["value"] or 0),
+            "scored_overall": declared["scored"]["value"],
+            "scored_n": int(declared["scored_n"]["value"] or 0),
             "all_tasks_overall": all_tasks,
             "overall": all_tasks,
             "status_counts": dict(Counter(r["status"] for r in rows)),
@@ -312,43 +330,6 @@ class WildTrace(BaseBenchmark):
         }
         body["tasks"] = body.pop("tasks")   # the rows last, after the numbers
         return body
-
-    # --- evidence ---------------------------------------------------------------------------------------
-
-    def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
-                 scores: Mapping[str, Any]) -> list[ItemEvidence]:
-        out = []
-        for row in scores["tasks"]:
-            task = self.by_id[row["task_id"]]
-            response = responses.get(task.task_id) or {}
-            route = row.get("route") or {}
-            sections: list[Any] = [
-                Fact("status", row["status"]),
-                Fact("route", f"cap {route.get('cap', '-')} characters ({route.get('cap_kind', '-')}), "
-                              f"document {route.get('doc_chars', '-')} characters" if route else "not routed yet"),
-                Passage("question", task.question),
-                Passage("response", response.get("text")),
-                Table("rubric", ("item", "points", "criterion"),
-                      tuple((f"P{i}", item.points, item.criterion) for i, item in enumerate(task.rubric, 1))),
-            ]
-            judges: dict[str, float | None] = {}
-            for verdict in row["judges"]:
-                label = f"{verdict['judge']} {verdict['model']}"
-                judges[label] = verdict["score"]
-                awarded = points_awarded(verdict["reply"])
-                sections.append(Table(f"{label}: verdict", ("status", "total", "max points", "normalised score",
-                                                            "clamped", "points per item"),
-                                      ((verdict["status"], verdict["total"], task.max_points, verdict["score"],
-                                        verdict["clamped"],
-                                        ", ".join(f"P{i}={p:g}" for i, p in enumerate(awarded, 1))
-                                        if awarded is not None else "not given"),)))
-                sections.append(Passage(f"{label}: reply", verdict["reply"]))
-            if row["judges"]:
-                sections.append(Fact("panel mean", "-" if row["score"] is None else f"{row['score']:.4f}"))
-            out.append(ItemEvidence(task.task_id, row["status"], row["score"], judges, tuple(sections)))
-        return out
-
-    # --- reading a scores.json ----------------------------------------------------------------------------
 
     @classmethod
     def metrics(cls) -> tuple[Metric, ...]:
@@ -365,108 +346,3 @@ class WildTrace(BaseBenchmark):
             attempted={r["task_id"]: r["status"] != Status.OUT_OF_CONTEXT for r in rows},
             judges={r["task_id"]: {f"{j['judge']} {j['model']}": j["score"] for j in r["judges"]
                                    if j["score"] is not None} for r in rows})
-
-    @classmethod
-    def breakdown(cls, scores: Mapping[str, Any]) -> pd.DataFrame:
-        """Per judge: verdicts, mean and s.d. of the normalised scores."""
-        return judge_table(cls.results(scores))
-
-    @classmethod
-    def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
-        """Per-judge score distributions."""
-        from evalnb.core.figures import new_figure
-
-        results = cls.results(scores)
-        per_judge: dict[str, list[float]] = {}
-        for item in results.ids:
-            for judge, score in results.judges.get(item, {}).items():
-                per_judge.setdefault(judge, []).append(score)
-        fig = new_figure((6, 3.5))
-        ax = fig.subplots()
-        labels = sorted(per_judge)
-        if labels:
-            ax.boxplot([per_judge[j] for j in labels], showmeans=True)
-            ax.set_xticks(range(1, len(labels) + 1), [j.replace(" ", "\n", 1) for j in labels])
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_ylabel("normalised judge score")
-        ax.set_title(offline_title(scores, "per-judge score distributions"))
-        return fig
-
-    @classmethod
-    def compare_tables(cls, runs: Sequence[RunScores], top: int) -> list[tuple[str, pd.DataFrame]]:
-        table = rubric_items(runs)
-        return [("rubric items awarded least often (share of their points, over judges)",
-                 table.head(top) if len(table) else table)]
-
-    @classmethod
-    def compare_figure(cls, runs: Sequence[RunScores]) -> ReportFigure | None:
-        return points_distribution(runs)
-
-
-# --- analysis across runs ----------------------------------------------------------------------------
-
-def _rubrics(runs: Sequence[RunScores]) -> dict[str, list[tuple[float, str]]]:
-    """Each task's rubric: from the runs' rows, else (runs recorded before rows carried it) the data file."""
-    rubrics: dict[str, list[tuple[float, str]]] = {}
-    for _, scores in runs:
-        for row in scores["tasks"]:
-            if row.get("rubric"):
-                rubrics.setdefault(row["task_id"], [(i["points"], i["criterion"]) for i in row["rubric"]])
-    if not rubrics and runs:
-        data = Path(runs[0][1]["config"]["data"])
-        if data.exists():
-            rubrics = {t.task_id: [(i.points, i.criterion) for i in t.rubric] for t in read_tasks(data)}
-    return rubrics
-
-
-def rubric_items(runs: Sequence[RunScores]) -> pd.DataFrame:
-    """How often each rubric item was awarded (share of its points, over judges), per model;
-    the items missed most come first. Only judges whose reply itemises the points count."""
-    import pandas as pd
-
-    rubrics = _rubrics(runs)
-    shares: dict[tuple[str, int], dict[str, list[float]]] = {}
-    for label, scores in runs:
-        for row in scores["tasks"]:
-            rubric = rubrics.get(row["task_id"])
-            if rubric is None:
-                continue   # the data changed since the run: nothing to attribute to
-            for verdict in row["judges"]:
-                awarded = points_awarded(verdict["reply"])
-                if awarded is None or len(awarded) != len(rubric):
-                    continue   # a reply that does not itemise cannot be attributed to items
-                for i, ((points, _), got) in enumerate(zip(rubric, awarded)):
-                    if points:
-                        shares.setdefault((row["task_id"], i), {}).setdefault(label, []).append(
-                            min(1.0, max(0.0, got / points)))
-    rows = []
-    for (task_id, i), per_model in shares.items():
-        points, criterion = rubrics[task_id][i]
-        rates = {m: sum(v) / len(v) for m, v in per_model.items()}
-        rows.append({"task_id": task_id, "item": f"P{i + 1}", "points": points, "criterion": criterion[:90],
-                     **rates, "award_rate": sum(rates.values()) / len(rates)})
-    out = pd.DataFrame(rows)
-    if len(out):
-        out = out.sort_values(["award_rate", "task_id", "item"]).set_index(["task_id", "item"])
-    return out
-
-
-def points_distribution(runs: Sequence[RunScores]) -> ReportFigure:
-    """Per model, each judged task's points as a share of its rubric's (panel mean of totals)."""
-    from evalnb.core.figures import new_figure
-
-    fig = new_figure((6, 3.5))
-    ax = fig.subplots()
-    for label, scores in runs:
-        shares = [sum(j["total"] for j in row["judges"]) / len(row["judges"]) / row["max_points"]
-                  for row in scores["tasks"]
-                  if row["judges"] and row.get("max_points") and all(j["total"] is not None for j in row["judges"])]
-        totals = shares or [sum(j["total"] for j in row["judges"]) / len(row["judges"]) / 100
-                            for row in scores["tasks"] if row["judges"] and "max_points" not in row
-                            and all(j["total"] is not None for j in row["judges"])]
-        ax.hist(totals, bins=10, range=(0, 1), alpha=0.5, label=label)
-    ax.set_xlabel("points per judged task, share of its rubric's points (panel mean of totals)")
-    ax.set_ylabel("tasks")
-    ax.legend(fontsize=7)
-    ax.set_title("points distribution per task")
-    return fig

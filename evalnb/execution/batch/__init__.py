@@ -32,10 +32,6 @@ from typing import Any
 
 from evalnb.core.errors import ConfigError
 
-BATCH_PROVIDERS = ("openai", "anthropic", "gemini")
-MODES = ("live", "batch")
-RESEND = ("batch", "live")
-OPTION_KEYS = frozenset({"resend", "max_requests", "max_bytes", "inline_max_bytes"})
 # `evalnb run --wait`: poll until every batch has finished, this many seconds apart.
 WAIT_ENV = "EVALNB_BATCH_WAIT"
 DEFAULT_POLL_INTERVAL = 60.0
@@ -96,27 +92,6 @@ def price_note(prices: Mapping[str, Mapping[str, float]]) -> str:
     given = sorted(m for m, p in prices.items() if "batch_input" in p or "batch_output" in p)
     default = f"{price_factor():.0%} of the live price (the providers' batch discount)"
     return f"batch prices: {default}" + (f"; as given in the price table for {', '.join(given)}" if given else "")
-
-
-def check_endpoint(mode: Any, options: Any, provider: str, where: str) -> None:
-    """Refuse a batch configuration the engine could not honour, naming the key."""
-    if mode not in MODES:
-        raise ConfigError(f"{where}.mode: expected live or batch, got {mode!r}")
-    if mode == "batch" and provider not in BATCH_PROVIDERS:
-        raise ConfigError(f"{where}.mode: batch needs provider openai, anthropic or gemini, not {provider!r}")
-    if options is None:
-        return
-    if not isinstance(options, Mapping) or set(options) - OPTION_KEYS:
-        raise ConfigError(f"{where}.batch: expected a mapping with keys among {', '.join(sorted(OPTION_KEYS))}, "
-                          f"got {options!r}")
-    if options.get("resend", "batch") not in RESEND:
-        raise ConfigError(f"{where}.batch.resend: expected batch or live, got {options.get('resend')!r}")
-    for key in ("max_requests", "max_bytes", "inline_max_bytes"):
-        value = options.get(key)
-        minimum = 0 if key == "inline_max_bytes" else 1
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < minimum):
-            raise ConfigError(f"{where}.batch.{key}: expected a {'non-negative' if minimum == 0 else 'positive'} "
-                              f"integer, got {value!r}")
 
 
 def wait_interval() -> float | None:

@@ -35,27 +35,26 @@ from tqdm import tqdm
 
 from evalnb.execution.batch import limits, wait_interval
 from evalnb.execution.batch.backends import Backend, Outcome, backend_for, epoch, lost, management_error
-from evalnb.execution.batch.journal import CALLS_DIR, IN_FLIGHT, Entry, Journal, read_only
-from evalnb.config import EndpointConfig
+from evalnb.execution.batch.journal import CALLS_DIR, Entry, Journal
+from evalnb.core.run_config import EndpointConfig
 from evalnb.core.manifest import utc_now
+from evalnb.providers import BATCH_PROVIDERS, make_provider
 from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
 from evalnb.core.records import JsonlStore
 from evalnb.core.redaction import redact
 from evalnb.providers.retry import RetryPolicy
-from evalnb.execution.runner import Call, Record, completion_fields, run_calls
+from evalnb.execution.runner import Call, Record, completion_fields, run_calls, unexpected_failure
 
 # Tests only: exit at once after the provider accepted a batch, before the journal says so.
 CRASH_ENV = "EVALNB_CRASH_AFTER_BATCH_CREATE"
 
 
-async def run_stage(calls: Sequence[Call], pool: Mapping[str, Provider], endpoints: Mapping[str, EndpointConfig],
-                    store: JsonlStore, run: Any, *, done: Any, desc: str) -> Counter[str]:
-    """A stage's calls: batched endpoints through their batch APIs, the others live, side by side.
-    Without batch mode or batches in flight this is :func:`evalnb.execution.runner.run_calls` itself."""
-    policy, concurrency = run.config.retry, run.config.concurrency
-    batches = StageBatches(run.dir, desc, calls, endpoints)
-    if not batches.active:
-        return await run_calls(calls, pool, store, policy, is_done=done, desc=desc, concurrency=concurrency)
+async def run_batched_stage(calls: Sequence[Call], pool: Mapping[str, Provider],
+                            endpoints: Mapping[str, EndpointConfig], store: JsonlStore, run_dir: Path, *,
+                            policy: RetryPolicy, concurrency: int, done: Any, desc: str) -> Counter[str]:
+    """A stage's calls when batch mode is in play (:func:`evalnb.execution.uses_batches`):
+    batched endpoints through their batch APIs, the others live, side by side."""
+    batches = StageBatches(run_dir, desc, calls, endpoints)
     try:
         batched, live = await asyncio.gather(
             batches.run(store, pool, policy, done, concurrency),
@@ -121,9 +120,8 @@ class StageBatches:
     def backend(self, role: str) -> Backend | None:
         if role not in self._backends:
             endpoint = self.endpoints.get(role)
-            if endpoint is None or endpoint.provider not in ("openai", "anthropic", "gemini"):
+            if endpoint is None or endpoint.provider not in BATCH_PROVIDERS:
                 return None
-            from evalnb.providers import make_provider
             live = make_provider(replace(endpoint, rate_limit=None))   # batch limits are the provider's own
             assert live is not None
             self._clients.append(live)
@@ -249,9 +247,7 @@ class StageBatches:
                     record.update(completion_fields(outcome))
                     record.update(call.interpret(outcome))
                 except Exception as error:   # noqa: BLE001 - a failure belongs to its call
-                    record.update(status="failed_transient", text=None, error={
-                        "kind": "transient", "status_code": None, "code": "unexpected",
-                        "message": redact(f"{type(error).__name__}: {error}")})
+                    record.update(unexpected_failure(error))
             else:
                 record.update(status=f"failed_{outcome.kind}", text=None, error=outcome.as_dict())
             record["batch"] = {"id": entry["batch_id"], "tag": entry["key"], "custom_id": row["custom_id"],
@@ -311,10 +307,8 @@ class StageBatches:
         try:
             prepared = call.prepare()
         except Exception as error:   # noqa: BLE001 - a failure belongs to its call
-            record: Record = {"key": call.key, "endpoint": call.endpoint, "status": "failed_transient",
-                              "text": None, "attempts": 0,
-                              "error": {"kind": "transient", "status_code": None, "code": "unexpected",
-                                        "message": redact(f"{type(error).__name__}: {error}")}}
+            record: Record = {"key": call.key, "endpoint": call.endpoint, "attempts": 0,
+                              **unexpected_failure(error)}
             store.append(record)
             statuses[record["status"]] += 1
             return None, {}
@@ -363,78 +357,3 @@ class StageBatches:
         self.journal.update(entry, state="submitted", batch_id=batch_id, submitted_at=utc_now(),
                             submitted_ts=time.time(), **extra)
         return Counter()
-
-
-# --- what the command line and the records show ------------------------------------------------
-
-def in_flight(run_dir: Path) -> list[Entry]:
-    return [e for e in read_only(run_dir) if e["state"] in IN_FLIGHT]
-
-
-def waiting_line(run_dir: Path) -> str | None:
-    """One line for a run that still waits for batches, or None."""
-    flight = in_flight(run_dir)
-    if not flight:
-        return None
-    calls = sum(e["calls"] for e in flight)
-    since = min(e.get("submitted_at") or e["intent_at"] for e in flight)
-    stages = ", ".join(sorted({e["stage"] for e in flight}))
-    return (f"waiting for {len(flight)} batch{'es' if len(flight) != 1 else ''} ({calls:,} calls; {stages}) "
-            f"submitted since {since}; run the same command again to collect")
-
-
-SUMMARY_KEYS = ("key", "stage", "endpoint", "provider", "model", "batch_id", "state", "provider_state", "calls",
-                "intent_at", "submitted_at", "finished_at", "collected_at", "results", "adopted", "error", "note",
-                "last_error")
-
-
-def summary(entry: Entry) -> dict[str, Any]:
-    return {k: entry[k] for k in SUMMARY_KEYS if entry.get(k) is not None}
-
-
-def stage_manifest(run_dir: Path, stage: str, endpoints: Mapping[str, EndpointConfig]) -> dict[str, Any]:
-    """The manifest's account of a stage's batches (nothing for a stage that never batched)."""
-    entries = [summary(e) for e in read_only(run_dir) if e["stage"] == stage]
-    modes = {role: e.mode for role, e in endpoints.items()}
-    if not entries and all(m == "live" for m in modes.values()):
-        return {}
-    return {"modes": modes, "batches": entries}
-
-
-STATUS_COLUMNS = (("stage", "stage"), ("endpoint", "endpoint"), ("provider", "provider"), ("batch_id", "batch id"),
-                  ("state", "state"), ("provider_state", "provider says"), ("calls", "calls"),
-                  ("submitted_at", "submitted"), ("finished_at", "finished"), ("results", "results"))
-
-
-def status_text(run_dir: Path) -> str:
-    """``evalnb status``: the run's state and every batch, from the run directory alone."""
-    from evalnb.core.records import read_json_if_exists
-
-    status = read_json_if_exists(run_dir / "status.json")
-    lines = [f"run: {run_dir}",
-             "state: " + (f"{status['state']} (resumable: {status.get('resumable')}; updated {status.get('updated_at')})"
-                          if status else "not aggregated yet")]
-    entries = read_only(run_dir)
-    if not entries:
-        lines.append("batches: none (every endpoint live)")
-        return "\n".join(lines)
-    flight = [e for e in entries if e["state"] in IN_FLIGHT]
-    lines.append(f"batches: {len(entries)}, {len(flight)} in flight ({sum(e['calls'] for e in flight):,} calls)")
-    rows = [[_cell(e, key) for key, _ in STATUS_COLUMNS] for e in entries]
-    headers = [title for _, title in STATUS_COLUMNS]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    waiting = waiting_line(run_dir)
-    if waiting:
-        lines.append(waiting)
-    return "\n".join(lines)
-
-
-def _cell(entry: Entry, key: str) -> str:
-    value = entry.get(key)
-    if key == "submitted_at" and value is None:
-        value = f"(intent {entry.get('intent_at')})"
-    if isinstance(value, dict):
-        return " ".join(f"{k}={v}" for k, v in value.items())
-    return "-" if value is None else str(value)

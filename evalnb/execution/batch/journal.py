@@ -106,6 +106,22 @@ def read_only(run_dir: Path) -> list[Entry]:
     return [e for k, e in entries.items() if k != HEADER]
 
 
+def in_flight(run_dir: Path) -> list[Entry]:
+    return [e for e in read_only(run_dir) if e["state"] in IN_FLIGHT]
+
+
+def batched_keys(run_dir: Path, stage: str) -> set[str]:
+    """Calls of ``stage`` that a batch still in flight holds (read-only)."""
+    if not (run_dir / JOURNAL_NAME).exists():
+        return set()
+    keys: set[str] = set()
+    for entry in in_flight(run_dir):
+        if entry["stage"] == stage:
+            data = read_json_if_exists(run_dir / CALLS_DIR / f"{entry['key']}.calls.json") or {"calls": []}
+            keys.update(row["key"] for row in data["calls"])
+    return keys
+
+
 def _lines(path: Path) -> Iterator[Entry]:
     if not path.exists():
         return

@@ -1,0 +1,165 @@
+"""WildTrace as a reader sees it: each task's evidence, the per-judge table and figure, and
+the analysis across runs (the rubric items missed most, the points distribution).
+
+The protocol itself (prompts, calls, score rule, metrics) is :mod:`.protocol`; this module
+only reads what it recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from evalnb.benchmarks.base import judge_table, offline_title
+from evalnb.benchmarks.wildtrace.protocol import WildTraceProtocol, points_awarded, read_tasks
+from evalnb.core.types import Fact, ItemEvidence, Passage, Record, RunScores, Table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalnb.core.figures import ReportFigure
+
+
+class WildTrace(WildTraceProtocol):
+    """The protocol with the views the report, the evidence pages and compare show."""
+
+    FIGURE: ClassVar[str] = "judge_distributions"
+
+    def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
+                 scores: Mapping[str, Any]) -> list[ItemEvidence]:
+        out = []
+        for row in scores["tasks"]:
+            task = self.by_id[row["task_id"]]
+            response = responses.get(task.task_id) or {}
+            route = row.get("route") or {}
+            sections: list[Any] = [
+                Fact("status", row["status"]),
+                Fact("route", f"cap {route.get('cap', '-')} characters ({route.get('cap_kind', '-')}), "
+                              f"document {route.get('doc_chars', '-')} characters" if route else "not routed yet"),
+                Passage("question", task.question),
+                Passage("response", response.get("text")),
+                Table("rubric", ("item", "points", "criterion"),
+                      tuple((f"P{i}", item.points, item.criterion) for i, item in enumerate(task.rubric, 1))),
+            ]
+            judges: dict[str, float | None] = {}
+            for verdict in row["judges"]:
+                label = f"{verdict['judge']} {verdict['model']}"
+                judges[label] = verdict["score"]
+                awarded = points_awarded(verdict["reply"])
+                sections.append(Table(f"{label}: verdict", ("status", "total", "max points", "normalised score",
+                                                            "clamped", "points per item"),
+                                      ((verdict["status"], verdict["total"], task.max_points, verdict["score"],
+                                        verdict["clamped"],
+                                        ", ".join(f"P{i}={p:g}" for i, p in enumerate(awarded, 1))
+                                        if awarded is not None else "not given"),)))
+                sections.append(Passage(f"{label}: reply", verdict["reply"]))
+            if row["judges"]:
+                sections.append(Fact("panel mean", "-" if row["score"] is None else f"{row['score']:.4f}"))
+            out.append(ItemEvidence(task.task_id, row["status"], row["score"], judges, tuple(sections)))
+        return out
+
+    @classmethod
+    def breakdown(cls, scores: Mapping[str, Any]) -> pd.DataFrame:
+        """Per judge: verdicts, mean and s.d. of the normalised scores."""
+        return judge_table(cls.results(scores))
+
+    @classmethod
+    def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
+        """Per-judge score distributions."""
+        from evalnb.core.figures import new_figure
+
+        results = cls.results(scores)
+        per_judge: dict[str, list[float]] = {}
+        for item in results.ids:
+            for judge, score in results.judges.get(item, {}).items():
+                per_judge.setdefault(judge, []).append(score)
+        fig = new_figure((6, 3.5))
+        ax = fig.subplots()
+        labels = sorted(per_judge)
+        if labels:
+            ax.boxplot([per_judge[j] for j in labels], showmeans=True)
+            ax.set_xticks(range(1, len(labels) + 1), [j.replace(" ", "\n", 1) for j in labels])
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylabel("normalised judge score")
+        ax.set_title(offline_title(scores, "per-judge score distributions"))
+        return fig
+
+    @classmethod
+    def compare_tables(cls, runs: Sequence[RunScores], top: int) -> list[tuple[str, pd.DataFrame]]:
+        table = rubric_items(runs)
+        return [("rubric items awarded least often (share of their points, over judges)",
+                 table.head(top) if len(table) else table)]
+
+    @classmethod
+    def compare_figure(cls, runs: Sequence[RunScores]) -> ReportFigure | None:
+        return points_distribution(runs)
+
+
+# --- analysis across runs ----------------------------------------------------------------------------
+
+def _rubrics(runs: Sequence[RunScores]) -> dict[str, list[tuple[float, str]]]:
+    """Each task's rubric: from the runs' rows, else (runs recorded before rows carried it) the data file."""
+    rubrics: dict[str, list[tuple[float, str]]] = {}
+    for _, scores in runs:
+        for row in scores["tasks"]:
+            if row.get("rubric"):
+                rubrics.setdefault(row["task_id"], [(i["points"], i["criterion"]) for i in row["rubric"]])
+    if not rubrics and runs:
+        data = Path(runs[0][1]["config"]["data"])
+        if data.exists():
+            rubrics = {t.task_id: [(i.points, i.criterion) for i in t.rubric] for t in read_tasks(data)}
+    return rubrics
+
+
+def rubric_items(runs: Sequence[RunScores]) -> pd.DataFrame:
+    """How often each rubric item was awarded (share of its points, over judges), per model;
+    the items missed most come first. Only judges whose reply itemises the points count."""
+    import pandas as pd
+
+    rubrics = _rubrics(runs)
+    shares: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for label, scores in runs:
+        for row in scores["tasks"]:
+            rubric = rubrics.get(row["task_id"])
+            if rubric is None:
+                continue   # the data changed since the run: nothing to attribute to
+            for verdict in row["judges"]:
+                awarded = points_awarded(verdict["reply"])
+                if awarded is None or len(awarded) != len(rubric):
+                    continue   # a reply that does not itemise cannot be attributed to items
+                for i, ((points, _), got) in enumerate(zip(rubric, awarded)):
+                    if points:
+                        shares.setdefault((row["task_id"], i), {}).setdefault(label, []).append(
+                            min(1.0, max(0.0, got / points)))
+    rows = []
+    for (task_id, i), per_model in shares.items():
+        points, criterion = rubrics[task_id][i]
+        rates = {m: sum(v) / len(v) for m, v in per_model.items()}
+        rows.append({"task_id": task_id, "item": f"P{i + 1}", "points": points, "criterion": criterion[:90],
+                     **rates, "award_rate": sum(rates.values()) / len(rates)})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out = out.sort_values(["award_rate", "task_id", "item"]).set_index(["task_id", "item"])
+    return out
+
+
+def points_distribution(runs: Sequence[RunScores]) -> ReportFigure:
+    """Per model, each judged task's points as a share of its rubric's (panel mean of totals)."""
+    from evalnb.core.figures import new_figure
+
+    fig = new_figure((6, 3.5))
+    ax = fig.subplots()
+    for label, scores in runs:
+        shares = [sum(j["total"] for j in row["judges"]) / len(row["judges"]) / row["max_points"]
+                  for row in scores["tasks"]
+                  if row["judges"] and row.get("max_points") and all(j["total"] is not None for j in row["judges"])]
+        totals = shares or [sum(j["total"] for j in row["judges"]) / len(row["judges"]) / 100
+                            for row in scores["tasks"] if row["judges"] and "max_points" not in row
+                            and all(j["total"] is not None for j in row["judges"])]
+        ax.hist(totals, bins=10, range=(0, 1), alpha=0.5, label=label)
+    ax.set_xlabel("points per judged task, share of its rubric's points (panel mean of totals)")
+    ax.set_ylabel("tasks")
+    ax.legend(fontsize=7)
+    ax.set_title("points distribution per task")
+    return fig

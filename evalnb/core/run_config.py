@@ -1,0 +1,80 @@
+"""A run's resolved parameters: plain, frozen, secret-free dataclasses that every layer reads.
+
+:mod:`evalnb.config` reads and checks a parameters file into these; nothing here parses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalnb.core.errors import ConfigError
+from evalnb.core.types import RetryPolicy
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """One model endpoint: the contestant or a judge."""
+
+    provider: str
+    name: str
+    base_url: str | None = None
+    api_key_env: str | None = None     # the NAME of the variable holding the key
+    reasoning: bool = False            # 32768-token budget instead of 8192 (spec §2)
+    send_temperature: bool = True      # False for models that reject temperature
+    caps: dict[str, int] | None = None  # {en, cjk} characters; wins over the caps table
+    concurrency: int | None = None     # default: the run's concurrency
+    timeout: float = 600.0             # seconds per attempt
+    token_param: str = "max_tokens"    # OpenAI reasoning models want max_completion_tokens
+    api_version: str | None = None     # gemini: v1beta by default
+    command: list[str] | None = None   # command provider: argv, prompt on stdin
+    env: list[str] | None = None       # command provider: variables passed on besides the basics
+    rate_limit: dict[str, float] | None = None   # {requests,input_tokens,output_tokens}_per_minute
+    approximation: bool = False        # a stand-in, not a model (e.g. an example rater): label outputs
+    mode: str = "live"                 # live, or batch: through the provider's batch API (evalnb.execution.batch)
+    batch: dict[str, Any] | None = None   # batch mode options: resend, max_requests, max_bytes
+    role: str = "model"                # where it sits in the parameters, for messages
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    benchmark: str
+    run_name: str
+    output_dir: Path
+    data: Path
+    corpus: Path | None
+    concurrency: int
+    model: EndpointConfig
+    judges: tuple[EndpointConfig, ...]
+    retry: RetryPolicy = RetryPolicy()
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)   # benchmark-specific keys
+    source: str = "parameters"   # the parameters file, for messages (not a parameter itself)
+
+    def error(self, key: str, problem: str) -> ConfigError:
+        """A configuration error naming the parameters file and the key."""
+        return ConfigError(f"{self.source}: {key}: {problem}")
+
+    def judge_roles(self) -> list[tuple[str, EndpointConfig]]:
+        """``("judge1", endpoint), ...``: the keys judge records and provider pools use."""
+        return [(f"judge{i}", judge) for i, judge in enumerate(self.judges, start=1)]
+
+    @property
+    def offline(self) -> bool:
+        """True when any role is an offline baseline: numbers not comparable with the paper."""
+        return any(e.provider == "offline" or e.approximation for e in (self.model, *self.judges))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Fully resolved and secret-free: what papermill injects and scores.json records."""
+        def endpoint(e: EndpointConfig) -> dict[str, Any]:
+            return {k: v for k, v in asdict(e).items() if k != "role"}
+        return {
+            "benchmark": self.benchmark, "run_name": self.run_name,
+            "output_dir": str(self.output_dir), "data": str(self.data),
+            "corpus": str(self.corpus) if self.corpus else None,
+            "concurrency": self.concurrency, "model": endpoint(self.model),
+            "judges": [endpoint(j) for j in self.judges], "retry": asdict(self.retry),
+            "prices": self.prices,
+            **{k: (str(v) if isinstance(v, Path) else v) for k, v in self.options.items()},
+        }
