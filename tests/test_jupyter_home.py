@@ -9,7 +9,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from evalnb.app.main import STAGES, main, notebook_for
+from evalnb.app.main import main
+from evalnb.app.notebooks import notebook_for
+from evalnb.core.types import STAGES
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,8 @@ from typing import Any
 import nbformat
 import pytest
 
-from evalnb.app.main import STAGES, notebook_for
+from evalnb.app.notebooks import notebook_for
+from evalnb.core.types import STAGES
 from evalnb.app.kernels import also_import, fresh_namespace, start_run_kernel, stop_kernel
 from tests.conftest import offline_params
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from evalnb.app.main import COMPARE_NOTEBOOK, STAGES, main, notebook_for
+from evalnb.app.main import main
+from evalnb.app.notebooks import COMPARE_NOTEBOOK, notebook_for
+from evalnb.core.types import STAGES
 from tests.conftest import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

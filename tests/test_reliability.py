@@ -240,7 +240,7 @@ def test_a_stage_notebook_run_by_hand_is_refused_while_evalnb_runs(tmp_path: Pat
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    from evalnb.app.main import notebook_for
+    from evalnb.app.notebooks import notebook_for
 
     with FakeLLMServer(latency=0.5) as server:
         server.responder = deterministic_responder

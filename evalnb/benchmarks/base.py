@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalnb.core import stats
 from evalnb.core.run_config import RunConfig
-from evalnb.core.types import ItemResults, JudgeStatus, Record, RunScores, Status
+from evalnb.core.types import ItemResults, JudgeStatus, Metric, Record, RunScores, Status
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -24,6 +24,7 @@ class BaseBenchmark:
     """Defaults for the parts of :class:`~evalnb.benchmarks.Benchmark` most benchmarks share."""
 
     NAME: ClassVar[str]
+    METRICS: ClassVar[tuple[Metric, ...]]   # the declared metrics, headline ones flagged
     STATUSES: ClassVar[tuple[str, ...]] = tuple(s.value for s in Status)
 
     def __init__(self, config: RunConfig) -> None:
@@ -60,6 +61,10 @@ class BaseBenchmark:
         body["metrics"] = metric_summary(type(self), body, self.config.options["n_boot"],  # type: ignore[arg-type]
                                          self.config.options["seed"])
         return body
+
+    @classmethod
+    def metrics(cls) -> tuple[Metric, ...]:
+        return cls.METRICS
 
     @classmethod
     def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:

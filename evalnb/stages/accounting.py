@@ -116,7 +116,7 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
     """Calls, skips and estimated tokens and cost per stage and model, without a call.
 
     Judge calls for answers not generated yet assume every in-scope task is answered with
-    ``assumed_response_chars`` characters (the judge prompt's own truncation for WildTrace):
+    ``assumed_response_chars`` characters (as long as a judge prompt keeps of a response):
     an upper bound. Output tokens are the requests' budgets: also an upper bound.
     """
     names = endpoint_names(config)

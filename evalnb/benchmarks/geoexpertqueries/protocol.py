@@ -138,6 +138,7 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
     """Spec GeoExpertQueries §2 and the pins table; readings 16, 17, 24."""
 
     NAME: ClassVar[str] = "geoexpertqueries"
+    METRICS: ClassVar[tuple[Metric, ...]] = METRICS
     OPTIONS: ClassVar[Mapping[str, Any]] = OPTIONS
     PATH_OPTIONS: ClassVar[tuple[str, ...]] = ("traces", "prompt_file", "likert_file")
     COMPARABLE_PARTS: ClassVar[tuple[str, ...]] = ("rating", "aggregation", "retry", "tasks")
@@ -337,10 +338,6 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
         return body
 
     # --- reading a scores.json ------------------------------------------------------------------------------
-
-    @classmethod
-    def metrics(cls) -> tuple[Metric, ...]:
-        return METRICS
 
     @staticmethod
     def _mapped(scores: Mapping[str, Any], run: Mapping[str, Any]) -> float | None:

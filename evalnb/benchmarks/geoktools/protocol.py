@@ -128,6 +128,7 @@ class GeoKToolsProtocol(BaseBenchmark):
     """Spec GeoKTools §1, §3-4; readings 12-15, 21-23."""
 
     NAME: ClassVar[str] = "geoktools"
+    METRICS: ClassVar[tuple[Metric, ...]] = METRICS
     OPTIONS: ClassVar[Mapping[str, Any]] = {
         "predictions": None,          # JSONL {id, response}, or a list of them, one per agent run;
                                       # without it the model answers each query
@@ -344,10 +345,6 @@ class GeoKToolsProtocol(BaseBenchmark):
         return body
 
     # --- reading a scores.json ----------------------------------------------------------------------------
-
-    @classmethod
-    def metrics(cls) -> tuple[Metric, ...]:
-        return METRICS
 
     @classmethod
     def results(cls, scores: Mapping[str, Any]) -> ItemResults:

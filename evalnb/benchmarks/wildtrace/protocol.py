@@ -196,6 +196,7 @@ class WildTraceProtocol(BaseBenchmark):
     """Spec §1-5, readings 1-11: the calls and the scores (the views are in :mod:`.analysis`)."""
 
     NAME: ClassVar[str] = "wildtrace"
+    METRICS: ClassVar[tuple[Metric, ...]] = METRICS
     OPTIONS: ClassVar[Mapping[str, Any]] = dict(BOOTSTRAP_OPTIONS)
     PATH_OPTIONS: ClassVar[tuple[str, ...]] = ()
     # Runs of different models may be compared only when these fingerprint parts agree (§5:
@@ -330,10 +331,6 @@ class WildTraceProtocol(BaseBenchmark):
         }
         body["tasks"] = body.pop("tasks")   # the rows last, after the numbers
         return body
-
-    @classmethod
-    def metrics(cls) -> tuple[Metric, ...]:
-        return METRICS
 
     @classmethod
     def results(cls, scores: Mapping[str, Any]) -> ItemResults:

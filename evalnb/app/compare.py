@@ -1,0 +1,49 @@
+"""``evalnb compare`` and ``evalnb render``: the compare notebook over finished runs, through
+the same notebook path as a run's stages; paper-ready HTML of any executed record."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evalnb.app import EXIT_ERROR, EXIT_OK
+from evalnb.app.notebooks import COMPARE_NOTEBOOK, execute_alone
+from evalnb.config import read_params_file
+from evalnb.core.errors import ConfigError
+from evalnb.stages.compare import open_compare
+from evalnb.stages.render import render_folder
+
+
+def compare_command(runs: Sequence[Path], out: Path | None, params: Path | None,
+                    options: dict[str, Any]) -> int:
+    """Run the compare notebook over finished runs; refuse runs that may not be mixed."""
+    from papermill.exceptions import PapermillExecutionError
+
+    config: dict[str, Any] = read_params_file(params) if params else {}
+    base = params.parent if params else Path.cwd()
+    config["runs"] = [str((base / r).resolve()) for r in config.get("runs", [])] + [str(r.resolve()) for r in runs]
+    config["out"] = str((out or base / (config.get("out") or "outputs/compare")).resolve())
+    config |= {k: v for k, v in options.items() if v is not None}
+    cmp = open_compare(**config)   # refuses before anything is written
+    output = cmp.out / COMPARE_NOTEBOOK.name
+    cmp.out.mkdir(parents=True, exist_ok=True)
+    try:
+        execute_alone(COMPARE_NOTEBOOK, output, {"config": config}, cmp.out)
+    except PapermillExecutionError as e:
+        print(f"evalnb: compare failed: {e.ename}: {e.evalue.strip()} (record: {output})", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"evalnb: compare written to {cmp.out}", file=sys.stderr)
+    return EXIT_OK
+
+
+def render_command(folder: Path, no_input: bool) -> int:
+    if not folder.is_dir():
+        raise ConfigError(f"render: {folder} is not a directory")
+    pages = render_folder(folder.resolve(), no_input=no_input)
+    if not pages:
+        raise ConfigError(f"render: no executed notebooks in {folder}")
+    for page in pages:
+        print(page)
+    return EXIT_OK

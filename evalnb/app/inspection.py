@@ -1,0 +1,64 @@
+"""``evalnb estimate``, ``evalnb probe-window`` and ``evalnb show``: looking at a run before
+and after, making no call (probe-window makes only its probes) and writing no record."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from evalnb.app import EXIT_OK
+from evalnb.core.records import write_json
+from evalnb.execution.batch import price_note
+from evalnb.stages.accounting import estimate, minimum_run_minutes
+from evalnb.stages.evidence import show
+from evalnb.stages.pipeline import check_keys, load_config, make_benchmark
+from evalnb.stages.probe import caps_entry, probe_record, probe_window
+
+
+def estimate_command(params: Path, sets: Sequence[str]) -> int:
+    """What a run will call and spend, making no call and writing nothing."""
+    import pandas as pd
+
+
+    config, bench_class = load_config(params, sets)
+    bench = make_benchmark(config, bench_class)
+    for warning in bench.warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
+    rows = estimate(config, bench, bench.tasks, config.output_dir)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(pd.DataFrame(rows).set_index(["stage", "model"]).to_string())
+    shortest = minimum_run_minutes(rows)
+    if shortest is not None:
+        print(f"Shortest time under the configured rate limits: {shortest:g} minutes (stages in turn, "
+              "endpoints of a stage side by side; output counted at its budgets).")
+    print("ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
+          "output tokens and judge calls for answers not yet generated are upper bounds "
+          "(every in-scope task answered, every budget used).")
+    if config.prices:
+        print(f"Costs: max_total_cost_usd at the live price, max_total_cost_batch_usd in batch mode ({price_note(config.prices)}); "
+              "mode is how each endpoint is set to run.")
+    return EXIT_OK
+
+
+def probe_command(params: Path, sets: Sequence[str], max_calls: int) -> int:
+    """Probe the contestant's context window; print and store a caps entry."""
+
+    config, _ = load_config(params, sets)
+    check_keys(config)
+    results = probe_window(config, max_calls=max_calls)
+    for r in results:
+        print(f"{r.kind}: {r.accepted_chars:,} characters accepted"
+              + (f", {r.rejected_chars:,} rejected" if r.rejected_chars else " (the upper bound: probe higher)")
+              + f" ({r.calls} calls)")
+    target = config.output_dir / "window_probe.json"
+    write_json(target, probe_record(config, results))
+    print(f"add to the parameters:  model.caps: {json.dumps(caps_entry(results))}   (written to {target})")
+    return EXIT_OK
+
+
+def show_command(run_dir: Path, item_id: str) -> int:
+    """One item's evidence (what its benchmark declares), read from the run's evidence.json."""
+    sys.stdout.write(str(show(run_dir, item_id)))
+    return EXIT_OK

@@ -1,0 +1,130 @@
+"""``evalnb run`` and ``evalnb status``: a run's stage notebooks in turn, in one kernel, under
+one lock for the whole command; the exit status read from the run's ``status.json``.
+
+papermill cannot exit 2 by itself, so the aggregate stage writes ``status.json`` and this
+command reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from evalnb.app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK
+from evalnb.app.kernels import also_import, execute_stage, start_run_kernel, stop_kernel
+from evalnb.app.notebooks import _yield_cpu, failure_cause, notebook_for, redact_notebook, render_html
+from evalnb.core.errors import ConfigError
+from evalnb.core.lock import TOKEN_ENV
+from evalnb.core.manifest import update_manifest
+from evalnb.core.records import read_json_if_exists
+from evalnb.core.redaction import redact
+from evalnb.execution.batch import WAIT_ENV
+from evalnb.execution.batch.journal import JOURNAL_NAME
+from evalnb.execution.batch.views import status_text, waiting_line
+from evalnb.providers import modules_for
+
+
+def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str],
+                   wait: float | None = None) -> int:
+    """``wait``: poll batches in flight until they finish, this many seconds apart (batch mode)."""
+    # The run's one kernel boots while the parameters are checked (evalnb.app.kernels), so what it
+    # reads from its environment is set first: the token that lets it in under this command's
+    # lock (evalnb.core.lock), and how long its batch engine waits.
+    settings = {TOKEN_ENV: secrets.token_hex(16), **({WAIT_ENV: f"{wait:g}"} if wait is not None else {})}
+    os.environ.update(settings)
+    kernel = None
+    try:
+        kernel = start_run_kernel(Path.cwd()) if stages else None
+        return _run_stages(params, sets, stages, kernel)
+    finally:
+        stop_kernel(kernel)
+        for name in settings:
+            os.environ.pop(name, None)
+
+
+def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], kernel: Any) -> int:
+    from evalnb.stages.pipeline import open_run   # imported while the kernel boots (see execute_stages)
+
+    # Validates everything before a notebook starts, then holds the run directory: a second
+    # process is refused, and only this command's own kernel is let in (evalnb.core.lock).
+    run = open_run(params, sets, require_keys=True, prefetch_sdks=False)
+    assert run.lock is not None
+    if kernel is not None:   # every endpoint's SDK, before the first stage
+        also_import(kernel, modules_for([run.config.model, *run.config.judges]))
+    update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
+    try:
+        failed = _execute(run, stages, kernel)
+    finally:
+        run.close()
+    waiting = _batches_waiting(run.dir)
+    if failed or "aggregate" not in stages:
+        if not failed and waiting:
+            print(f"evalnb: {waiting}", file=sys.stderr)
+            return EXIT_INCOMPLETE
+        return EXIT_ERROR if failed else EXIT_OK
+    status = read_json_if_exists(run.path("status.json")) or {"state": "error"}
+    print(f"evalnb: run {status['state']}: {run.dir}", file=sys.stderr)
+    if status["state"] == "complete":
+        return EXIT_OK
+    if status["state"] == "incomplete":
+        if waiting:
+            print(f"evalnb: {waiting}", file=sys.stderr)
+        else:
+            print(f"evalnb: resumable work remains {status.get('resumable')}; run the same "
+                  "command again to resume", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return EXIT_ERROR
+
+
+def _batches_waiting(run_dir: Path) -> str | None:
+    """The one line for batches still in flight (batch mode), or None."""
+    if not (run_dir / JOURNAL_NAME).exists():
+        return None
+    return waiting_line(run_dir)
+
+
+def status_command(run_dir: Path) -> int:
+    """A run's state and its batches, read from the run directory alone: no call, no write."""
+    if not run_dir.is_dir():
+        raise ConfigError(f"status: {run_dir} is not a directory")
+    print(status_text(run_dir.resolve()))
+    return EXIT_OK
+
+
+def _execute(run: Any, stages: Sequence[str], kernel: Any) -> bool:
+    """Each stage's notebook in turn, in the run's kernel reset to a new one's state; HTML
+    written beside each record in the background. True as soon as one stage fails (its real
+    cause printed)."""
+    from papermill.exceptions import PapermillExecutionError   # papermill, while the kernel warms up
+
+    if "aggregate" in stages:
+        run.path("status.json").unlink(missing_ok=True)
+    html = ThreadPoolExecutor(max_workers=1, initializer=_yield_cpu)
+    try:
+        for stage in stages:
+            output = run.path(notebook_for(stage).name)
+            print(f"evalnb: {stage} -> {output}", file=sys.stderr)
+            try:
+                execute_stage(kernel, notebook_for(stage), output, {"config": run.config.to_dict()}, run.dir)
+            except PapermillExecutionError as e:
+                redact_notebook(output)
+                render_html(output)
+                print(f"evalnb: {stage} stage failed: {failure_cause(output, e)} (record: {output})",
+                      file=sys.stderr)
+                return True
+            except Exception as e:   # the kernel died or timed out: the record may look clean
+                redact_notebook(output)
+                print(f"evalnb: {stage} stage did not finish: {redact(f'{type(e).__name__}: {e}')} "
+                      f"(record: {output})", file=sys.stderr)
+                return True
+            redact_notebook(output)
+            html.submit(render_html, output)
+        return False
+    finally:
+        stop_kernel(kernel)   # while the last record's HTML is written
+        html.shutdown(wait=True)
