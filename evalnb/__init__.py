@@ -23,6 +23,7 @@ _EXPORTS = {
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
                      "benchmark_compare_figure"), "evalnb.stages.agreement"),
     "show": "evalnb.stages.evidence",
+    "about": "evalnb.stages.provenance",
     "batches_table": "evalnb.execution.batch.views",
 }
 __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "status_breakdown",
@@ -30,7 +31,7 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
            "benchmark_figure", "benchmark_tables", "tasks", "open_compare", "leaderboard", "leaderboard_figure",
            "paired_differences", "repeats_table", "save_compare", "judge_means", "judge_agreement",
            "disagreements", "benchmark_analysis", "benchmark_compare_figure", "show",
-           "batches_table"]   # the keys of _EXPORTS
+           "batches_table", "about"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
     from evalnb.execution.batch.views import batches_table
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
                                 repeats_table, save_compare)
     from evalnb.stages.pipeline import Run, aggregate, generate, judge, open_run
     from evalnb.stages.evidence import show
+    from evalnb.stages.provenance import about
     from evalnb.stages.report import (benchmark_figure, benchmark_tables, breakdown, headline, judge_distributions,
                                score_histogram, status_breakdown, tasks, usage_table)
 

@@ -176,7 +176,7 @@ def _code_lines(path: Path) -> list[tuple[int, str]]:
 def same_text_blocks() -> list[str]:
     seen: dict[tuple[str, ...], tuple[str, int]] = {}
     found = []
-    for module, path in MODULES.items():
+    for path in MODULES.values():
         lines = _code_lines(path)
         for i in range(len(lines) - RUN + 1):
             key = tuple(t for _, t in lines[i:i + RUN])

@@ -44,6 +44,13 @@ def test_notebooks_are_thin(path: Path) -> None:
         assert len(calls) <= 1 or cell.source.startswith("import evalnb")
 
 
+def about_output(notebook: Path) -> str:
+    """The Markdown that a record's ``evalnb.about`` cell left in the .ipynb itself."""
+    executed = nbformat.read(notebook, as_version=4)
+    return next(o["data"]["text/markdown"] for c in executed.cells if c.cell_type == "code"
+                and "evalnb.about" in c.source for o in c.outputs if "text/markdown" in o.get("data", {}))
+
+
 def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A non-inline backend inherited by the kernel must not drop the figures.
     monkeypatch.setenv("MPLBACKEND", "Agg")
@@ -89,6 +96,22 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
                  if "text/html" in o.get("data", {})]
         assert any('class="evidence"' in h and "lowest-scoring" in h for h in shown), name
         assert 'class="evidence"' in (run_dir / "04_report.html").read_text(), name
+    # Issue 19: each stage record says what the stage did for its own benchmark, and carries its
+    # provenance in the .ipynb itself (not only in its HTML).
+    from importlib.metadata import version
+    own = {"demo-wildtrace": "out of context", "demo-geoktools": "predictions file",
+           "demo-geoexpertqueries": "trajectory"}
+    for name, phrase in own.items():
+        fingerprint = json.loads((tmp_path / name / "fingerprint.json").read_text())["sha256"]
+        described = []
+        for stage in STAGES:
+            text = about_output(tmp_path / name / notebook_for(stage).name)
+            assert fingerprint in text and f"evalnb | {version('evalnb')}" in text and "route: model" in text, name
+            described.append(text.split("\n\n")[0])
+        assert phrase in described[0], (name, described[0])
+        assert len(set(described)) == len(STAGES), name
+    generates = {about_output(tmp_path / n / "01_generate.ipynb").split("\n\n")[0] for n in own}
+    assert len(generates) == len(own)   # three benchmarks, three descriptions
     assert "Golden strings ROUGE-L cannot see" in (tmp_path / "demo-geoktools" / "04_report.html").read_text()
     # The lowest-scoring task's evidence in the record is its own: the question and each judge's reply.
     import html

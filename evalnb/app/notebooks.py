@@ -24,14 +24,9 @@ def notebook_for(stage: str) -> Path:
 
 
 def render_html(notebook: Path) -> Path:
-    """The executed notebook as HTML beside it (headless nbconvert)."""
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
-    target = notebook.with_suffix(".html")
-    target.write_text(body, "utf-8")
-    return target
+    """The executed notebook as HTML beside it (headless nbconvert, through the one exporter)."""
+    from evalnb.stages.render import record_html   # nbconvert: loaded once a record exists, not at start-up
+    return record_html(notebook)
 
 
 def execute_alone(notebook: Path, output: Path, parameters: dict[str, Any], cwd: Path) -> None:

@@ -68,6 +68,10 @@ class Benchmark(Protocol):
     def fingerprint_parts(self) -> dict[str, Any]:
         """What makes this run's scores comparable with another's."""
 
+    def describe(self, stage: str) -> str:
+        """What ``stage`` does for this benchmark and this run, in a sentence or two (Markdown):
+        the prose each stage notebook shows under its title."""
+
     def generation_calls(self) -> list[Call]: ...
 
     def generation_done(self, record: Record) -> bool: ...

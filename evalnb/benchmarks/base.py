@@ -17,6 +17,15 @@ if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
 
 BOOTSTRAP_OPTIONS: Mapping[str, Any] = {"n_boot": stats.N_BOOT, "seed": 0}
+GENERIC_STAGE_NOTES = {
+    "generate": "Each item's answer is recorded in `generate.jsonl` as it arrives; re-running resumes.",
+    "judge": "Each answer is graded as the benchmark says; a verdict that cannot be read is a "
+             "judge failure, resumable, never a zero.",
+    "aggregate": "Every declared metric, with its seeded bootstrap interval, into `scores.json`; "
+                 "null while anything is resumable.",
+    "report": "The headline numbers, statuses, the benchmark's own tables and figure, usage, and "
+              "each item's evidence (`tasks.html` has every item whole).",
+}
 NAN = math.nan
 
 
@@ -49,6 +58,11 @@ class BaseBenchmark:
 
     def check_documents(self) -> None:
         return None
+
+    STAGE_NOTES: ClassVar[Mapping[str, str]] = {}   # stage -> what it does for this benchmark
+
+    def describe(self, stage: str) -> str:
+        return self.STAGE_NOTES.get(stage, GENERIC_STAGE_NOTES[stage])
 
     def generation_done(self, record: Record) -> bool:
         return bool(record["status"] != Status.FAILED_TRANSIENT)

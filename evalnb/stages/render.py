@@ -50,7 +50,16 @@ def provenance(folder: Path) -> str:
     return head + "\n\n".join(blocks)
 
 
+def record_html(notebook: Path) -> Path:
+    """The executed record as HTML beside it, exactly as executed (the run's own copy)."""
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    target = notebook.with_suffix(".html")
+    target.write_text(body, "utf-8")
+    return target
+
+
 def render_notebook(notebook: Path, target: Path, *, no_input: bool, header: str) -> Path:
+    """A paper's copy: the provenance block first, the injected parameters removed, self-contained."""
     nb: Any = nbformat.read(notebook, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_markdown_cell(header, id="evalnb-provenance"))
     exporter = HTMLExporter(exclude_input=no_input, exclude_input_prompt=no_input,

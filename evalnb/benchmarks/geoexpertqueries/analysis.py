@@ -21,6 +21,17 @@ class GeoExpertQueries(GeoExpertQueriesProtocol):
     """The protocol with the views the report, the evidence pages and compare show."""
 
     FIGURE: ClassVar[str] = "ratings_and_agreement"
+    STAGE_NOTES: ClassVar[Mapping[str, str]] = {
+        "generate": "No model is called: each query's agent trajectory is read from the traces file and "
+                    "condensed for the rater (a query without a trace is `missing` and scores 0).",
+        "judge": "The autorater rates each trajectory 0, 1 or 2 in independent runs, each prompt headed "
+                 "`Today is YYYY-MM-DD.` (readings 16-17). A rating that does not parse is a judge failure: "
+                 "resumable, never a zero.",
+        "aggregate": "Ratings map to scores through the likert file (0, 0.5, 1); a query's score is the mean "
+                     "of its runs; the overall mean gets a seeded bootstrap interval.",
+        "report": "The overall score, the rating distribution and the runs' agreement, usage, and each "
+                  "query's evidence: the condensed trajectory and every run's reply.",
+    }
 
     def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
                  scores: Mapping[str, Any]) -> list[ItemEvidence]:

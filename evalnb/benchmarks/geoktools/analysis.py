@@ -25,6 +25,25 @@ class GeoKTools(GeoKToolsProtocol):
     """The protocol with the views the report, the evidence pages and compare show."""
 
     FIGURE: ClassVar[str] = "accuracy_by_k"
+    STAGE_NOTES: ClassVar[Mapping[str, str]] = {
+        "aggregate": "The mean case score overall, per K and macro over K (reading 14), each with a 95% "
+                     "percentile bootstrap interval resampled within K, and repeats within cases (reading 15).",
+        "report": "Accuracy overall and by K with intervals, answer statuses, usage, the golden strings "
+                  "ROUGE-L cannot see (reading 23), and each case's evidence, element by element.",
+    }
+
+    def describe(self, stage: str) -> str:
+        if stage == "generate":
+            return ("No model is called: each case's answer is read from the predictions file (one file per "
+                    "repeat); a missing or empty response scores 0 (reading 22)." if self.predictions else
+                    "The contestant answers each case's query; answers are appended to `generate.jsonl` as "
+                    "they arrive, and re-running resumes.")
+        if stage == "judge":
+            scorer = ("the geospatial LLM judge" if self.config.options["scorer"] == "llm"
+                      else "the deterministic offline scorer (reading 13; an approximation of the judge)")
+            return ("An answer equal to the golden one (after `strip()`, or as equal JSON) scores 1 with no "
+                    f"call (reading 12); every other answer is scored by {scorer}.")
+        return super().describe(stage)
 
     def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
                  scores: Mapping[str, Any]) -> list[ItemEvidence]:
