@@ -161,7 +161,7 @@ def test_template_demo_parameters_reach_their_samples(tmp_path: Path) -> None:
 
 
 def test_project_dir_is_the_checkout_in_an_editable_install() -> None:
-    from evalnb.app.main import COMPARE_NOTEBOOK, PROJECT
+    from evalnb.app.notebooks import COMPARE_NOTEBOOK, PROJECT
     assert project.project_dir() == PROJECT == ROOT
     assert COMPARE_NOTEBOOK == ROOT / "notebooks" / "05_compare.ipynb"
 
