@@ -50,6 +50,13 @@ class BaseBenchmark:
     def check_documents(self) -> None:
         return None
 
+    @property
+    def calls_model(self) -> bool:
+        return True
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        return []
+
     def generation_done(self, record: Record) -> bool:
         return bool(record["status"] != Status.FAILED_TRANSIENT)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,7 +67,7 @@ class Run:
         rows = [("benchmark", c.benchmark), ("run directory", str(self.dir)),
                 ("tasks", len(self.tasks)), ("model", f"{c.model.provider}:{c.model.name}"),
                 ("judges", ", ".join(f"{j.provider}:{j.name}" for j in c.judges) or "-"),
-                ("fingerprint", self.fingerprint["sha256"][:16])]
+                ("fingerprint", self.fingerprint["sha256"][:16]), *self.benchmark.summary_rows()]
         if c.offline:
             rows.append(("label", OFFLINE_LABEL))
         rows += [("warning", w) for w in self.warnings]
@@ -114,10 +114,10 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     config, bench = load_config(source, sets)
     if prefetch_sdks:
         prefetch((config.model, *config.judges))
-    if require_keys:
-        check_keys(config)
     check_paths(config, "parameters" if isinstance(source, Mapping) else str(source))
     benchmark = make_benchmark(config, bench)
+    if require_keys:
+        check_keys(config, model=benchmark.calls_model)
     warnings = benchmark.warnings
     if not lock.is_stage_kernel(config.output_dir):
         benchmark.check_documents()   # a stage kernel's evalnb checked them moments ago
@@ -131,10 +131,11 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     return run
 
 
-def check_keys(config: RunConfig) -> None:
-    """Fail before anything runs when a named key variable is unset (values never shown)."""
+def check_keys(config: RunConfig, model: bool = True) -> None:
+    """Fail before anything runs when a named key variable is unset (values never shown).
+    ``model=False``: the contestant is not called (its answers come from a file)."""
     from evalnb.providers.base import api_key
-    for endpoint in (config.model, *config.judges):
+    for endpoint in ((config.model,) if model else ()) + config.judges:
         if endpoint.provider not in ("offline", "command", "none"):
             try:
                 api_key(endpoint.api_key_env, endpoint.role)
@@ -199,18 +200,23 @@ def judgements(run: Run) -> dict[str, Record]:
 def generate(run: Run) -> pd.DataFrame:
     """Stage 1: the contestant answers every task not already answered."""
     calls = run.benchmark.generation_calls()
-    _stage(run, "generate", calls, {"model": run.config.model}, run.benchmark.generation_done)
+    endpoints = {"model": run.config.model} if run.benchmark.calls_model else {}   # imported answers: no client
+    _stage(run, "generate", calls, endpoints, run.benchmark.generation_done)
     write_responses(run)
     return status_table(run)
 
 
 def judge(run: Run) -> pd.DataFrame:
     """Stage 2: every configured judge grades every answer it has not yet graded."""
-    import pandas as pd
-
     calls = run.benchmark.judge_calls(responses(run))
     _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
-    records = judgements(run).values()
+    return judge_status_table(judgements(run).values())
+
+
+def judge_status_table(records: Iterable[Record]) -> pd.DataFrame:
+    """Judge calls by judge and status: what the judge stage shows."""
+    import pandas as pd
+
     table = Counter((r.get("judge", r["endpoint"]), r["status"]) for r in records)
     return (pd.DataFrame([(j, s, n) for (j, s), n in sorted(table.items())],
                          columns=["judge", "status", "calls"]) if table
@@ -255,10 +261,31 @@ def routes(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, An
 
 
 def aggregate(run: Run) -> pd.DataFrame:
-    """Stage 3: scores.json and status.json. Incomplete runs keep ``overall`` null."""
+    """Stage 3: scores.json and status.json. Incomplete runs keep ``overall`` null.
+
+    scores.json is a function of the stores and inputs alone, so aggregating the same records
+    twice writes the same bytes (``evalnb verify`` recomputes it): the time of aggregation is
+    kept in the manifest (``aggregated_at``) and in status.json, which says what state the run
+    is in and when, not what it scored."""
     stores = stage_records(run)
+    scores = scores_document(run, stores)
+    aggregated_at = utc_now()
+    write_json(run.path("scores.json"), scores)
+    write_json(run.path("status.json"), {
+        "state": "complete" if scores["complete"] else "incomplete",
+        "resumable": scores.get("resumable", {}), "updated_at": aggregated_at})
+    update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
+                    complete=scores["complete"], routes=routes(run, stores),
+                    usage=scores["usage"], aggregated_at=aggregated_at)
+    write_evidence(run, stores, scores)
+    return headline_table(scores)
+
+
+def scores_document(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, Any]:
+    """The body of scores.json, from the stores and the run's inputs only (no time, no path
+    but those the parameters hold)."""
     body = run.benchmark.score(stores["generate"], stores["judge"])
-    scores = {
+    return {
         "benchmark": run.config.benchmark, "run_name": run.config.run_name,
         "offline": run.config.offline,
         **({"label": OFFLINE_LABEL} if run.config.offline else {}),
@@ -267,27 +294,24 @@ def aggregate(run: Run) -> pd.DataFrame:
         "usage": usage_by_stage(run.config, stores),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
-        "updated_at": utc_now(),
     }
-    write_json(run.path("scores.json"), scores)
-    write_json(run.path("status.json"), {
-        "state": "complete" if body["complete"] else "incomplete",
-        "resumable": body.get("resumable", {}), "updated_at": scores["updated_at"]})
-    update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
-                    complete=body["complete"], routes=routes(run, stores),
-                    usage=scores["usage"])
-    write_evidence(run, stores, scores)
-    return headline_table(scores)
 
 
 def write_evidence(run: Run, stores: Mapping[str, Mapping[str, Record]], scores: Mapping[str, Any]) -> None:
     """Every item's evidence, as its benchmark declares it: evidence.json and tasks.html."""
     from evalnb.stages import evidence
 
+    evidence.write_evidence(run.dir, *evidence_parts(run, stores, scores))
+
+
+def evidence_parts(run: Run, stores: Mapping[str, Mapping[str, Record]], scores: Mapping[str, Any]
+                   ) -> tuple[dict[str, Any], list[Any]]:
+    """evidence.json's meta and items, as the benchmark declares them."""
+    from evalnb.stages import evidence
+
     items = run.benchmark.evidence(stores["generate"], stores["judge"], scores)
     bench = type(run.benchmark)
-    evidence.write_evidence(run.dir, evidence.run_meta(scores, metric_rows(scores), bench.STATUSES,
-                                                       bench.ITEM_NOUN), items)
+    return evidence.run_meta(scores, metric_rows(scores), bench.STATUSES, bench.ITEM_NOUN), items
 
 
 def metric_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
