@@ -25,7 +25,7 @@ from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
 from evalnb.core.fingerprint import check_or_record, fingerprint
-from evalnb.core.manifest import update_manifest, utc_now
+from evalnb.core.manifest import store_digest, update_manifest, utc_now
 from evalnb.providers import make_provider, prefetch
 from evalnb.providers.base import Provider
 from evalnb.core.records import JsonlStore, read_json_if_exists, write_json
@@ -276,7 +276,8 @@ def aggregate(run: Run) -> pd.DataFrame:
         "resumable": scores.get("resumable", {}), "updated_at": aggregated_at})
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
                     complete=scores["complete"], routes=routes(run, stores),
-                    usage=scores["usage"], aggregated_at=aggregated_at)
+                    usage=scores["usage"], aggregated_at=aggregated_at,
+                    stores={stage: store_digest(run.path(f"{stage}.jsonl")) for stage in stores})
     write_evidence(run, stores, scores)
     return headline_table(scores)
 
@@ -301,17 +302,10 @@ def write_evidence(run: Run, stores: Mapping[str, Mapping[str, Record]], scores:
     """Every item's evidence, as its benchmark declares it: evidence.json and tasks.html."""
     from evalnb.stages import evidence
 
-    evidence.write_evidence(run.dir, *evidence_parts(run, stores, scores))
-
-
-def evidence_parts(run: Run, stores: Mapping[str, Mapping[str, Record]], scores: Mapping[str, Any]
-                   ) -> tuple[dict[str, Any], list[Any]]:
-    """evidence.json's meta and items, as the benchmark declares them."""
-    from evalnb.stages import evidence
-
     items = run.benchmark.evidence(stores["generate"], stores["judge"], scores)
     bench = type(run.benchmark)
-    return evidence.run_meta(scores, metric_rows(scores), bench.STATUSES, bench.ITEM_NOUN), items
+    evidence.write_evidence(run.dir, evidence.run_meta(scores, metric_rows(scores), bench.STATUSES,
+                                                       bench.ITEM_NOUN), items)
 
 
 def metric_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
