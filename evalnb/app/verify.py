@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -81,6 +82,32 @@ def figure_lines(record: Path, scratch: Path, label: str) -> list[str]:
     return lines
 
 
+def html_lines(folder: Path, scratch: Path, label: str) -> list[str]:
+    """Each notebook's HTML beside it, and its paper-ready page under paper/, are the notebook's
+    own rendering (the paper page with or without its code, as ``evalnb render`` was asked)."""
+    from evalnb.app.main import render_html
+    from evalnb.stages.render import provenance, render_notebook
+
+    lines = []
+    pages = scratch / "html"
+    pages.mkdir(exist_ok=True)
+    for notebook in sorted(folder.glob("*.ipynb")):
+        html = notebook.with_suffix(".html")
+        if html.exists():
+            copy = pages / notebook.name
+            shutil.copyfile(notebook, copy)
+            if render_html(copy).read_bytes() != html.read_bytes():
+                lines.append(f"{label}/{html.name}: is not the rendering of {notebook.name}")
+        paper = folder / "paper" / html.name
+        if paper.exists():
+            header = provenance(folder)
+            if not any(render_notebook(notebook, pages / "paper" / html.name, no_input=hide, header=header).read_bytes()
+                       == paper.read_bytes() for hide in (True, False)):
+                lines.append(f"{label}/paper/{html.name}: is not the rendering of {notebook.name} (with or without "
+                             "its code)")
+    return lines
+
+
 def run_calls(done: Recomputed) -> dict[str, Callable[[], Any]]:
     """Each stage notebook's cell call -> its value, rebuilt (the calling stages' tables from the stores)."""
     calls: dict[str, Callable[[], Any]] = {
@@ -112,6 +139,7 @@ def verify_run(run_dir: Path, label: str, sets: Sequence[str]) -> list[str]:
                 lines.append(f"{label}/{notebook}: missing")
         if figures:
             lines += figure_lines(run_dir, Path(scratch), label)
+        lines += html_lines(run_dir, Path(scratch), label)
     return lines + key_lines(run_dir, label)
 
 
@@ -146,6 +174,7 @@ def verify_compare(folder: Path, label: str, sets: Sequence[str]) -> list[str]:
         lines += compare_outputs(folder, Path(scratch), label)
         if figures:
             lines += figure_lines(folder, Path(scratch), label)
+        lines += html_lines(folder, Path(scratch), label)
     return lines + key_lines(folder, label)
 
 

@@ -199,6 +199,8 @@ def judgements(run: Run) -> dict[str, Record]:
 
 def generate(run: Run) -> pd.DataFrame:
     """Stage 1: the contestant answers every task not already answered."""
+    for label, value in run.benchmark.summary_rows():   # whole, where the summary table shortens it
+        print(f"{label}: {value}")
     calls = run.benchmark.generation_calls()
     endpoints = {"model": run.config.model} if run.benchmark.calls_model else {}   # imported answers: no client
     _stage(run, "generate", calls, endpoints, run.benchmark.generation_done)
