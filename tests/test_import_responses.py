@@ -61,7 +61,7 @@ def test_each_accepted_shape_is_recorded_as_generated_answers(tmp_path: Path, sh
     scores = all_stages(imported(tmp_path, name, content))
     records = JsonlStore(tmp_path / "run" / "generate.jsonl").load()
     assert set(records) == set(TASKS)
-    for task_id, record in records.items():
+    for record in records.values():
         assert record["source"] == "imported" and record["attempts"] == 0 and "usage" not in record
     for task_id in set(answers) - {OVER_CAP}:
         assert records[task_id]["status"] == "ok" and records[task_id]["text"] == answers[task_id]
