@@ -6,10 +6,11 @@ parameters (``config.json``) and fingerprint, its stores, and the inputs the par
 ``--set KEY=PATH`` says they are now. Everything the run reports is then rebuilt by the code
 that reported it, into a scratch directory (never the run's own):
 
-- each stored record of a call decided without a model (out of context, an imported or
-  file-fed answer, an exact match) is prepared again from the inputs, and each model reply
-  is read again by the benchmark (a judge's verdict from its reply text): the fields must
-  be those stored, so a document whose length changed, or a score edited in a store, shows;
+- each stored record is prepared again from the inputs (a call decided without a model, out
+  of context, an imported or file-fed answer, an exact match: all its fields), and each
+  judge's reply is read again by the benchmark (its verdict from its reply text): the fields
+  must be those stored, so a document whose length changed, or a score edited in a store,
+  shows;
 - ``scores.json`` from the benchmark's own ``score()`` over the stores (every item's score,
   every declared metric and interval with the recorded seed, usage and cost, status counts),
   ``responses.json``, ``evidence.json`` and ``tasks.html``, as the aggregate stage writes them.
@@ -123,13 +124,14 @@ def load_stores(run_dir: Path, scratch: Path, label: str) -> tuple[dict[str, dic
     return stores, lines
 
 
-def _replayed(call: Call, record: Record) -> dict[str, Any]:
-    """What the record's fields should be: prepared again from the inputs and, where a model
-    replied, its reply read again."""
+def _replayed(call: Call, record: Record, read_reply: bool) -> dict[str, Any]:
+    """What the record's fields should be: prepared again from the inputs and, with
+    ``read_reply``, where a model replied, its reply read again. (Only verdicts are read
+    again: an answer's fields are its text as the provider returned it, nothing derived.)"""
     prepared = call.prepare()
     expected = dict(prepared.fields)
     status = REPLY_STATUSES.get(str(record.get("status")))
-    if prepared.request is not None and record.get("attempts") and status is not None:
+    if read_reply and prepared.request is not None and record.get("attempts") and status is not None:
         completion = Completion(text=record.get("text") or "", status=status,  # type: ignore[arg-type]
                                 finish_reason=record.get("finish_reason"), model_route=record.get("model_route"),
                                 request_id=record.get("request_id"), raw=record.get("provider_meta") or {})
@@ -149,7 +151,7 @@ def check_records(run_dir: Path, label: str, run: Run, stores: Mapping[str, Mapp
             if record is None:
                 continue   # not made (yet): the scores say so
             try:
-                expected = as_json(_replayed(call, record))
+                expected = as_json(_replayed(call, record, read_reply=stage == "judge"))
             except (EvalnbError, OSError) as e:
                 lines.append(f"{name}: {call.key}: cannot be decided again ({e})")
                 continue
