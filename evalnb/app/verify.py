@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import evalnb
+from evalnb.app.main import render_html
 from evalnb.app.pack import ARCHIVE_SUFFIXES, check_sums, unpack
 from evalnb.core.errors import ConfigError
 from evalnb.core.jsondiff import difference_lines
@@ -39,6 +40,7 @@ from evalnb.stages.compare import open_compare
 from evalnb.stages.notebook_outputs import check_notebook, injected_config
 from evalnb.stages.pipeline import headline_table, judge_status_table, status_table
 from evalnb.stages.recompute import Recomputed, rebuild
+from evalnb.stages.render import provenance, render_notebook
 
 EXIT_OK, EXIT_DIFFERS = 0, 1
 RUN_NOTEBOOKS = ("01_generate.ipynb", "02_judge.ipynb", "03_aggregate.ipynb", "04_report.ipynb")
@@ -85,9 +87,6 @@ def figure_lines(record: Path, scratch: Path, label: str) -> list[str]:
 def html_lines(folder: Path, scratch: Path, label: str) -> list[str]:
     """Each notebook's HTML beside it, and its paper-ready page under paper/, are the notebook's
     own rendering (the paper page with or without its code, as ``evalnb render`` was asked)."""
-    from evalnb.app.main import render_html
-    from evalnb.stages.render import provenance, render_notebook
-
     lines = []
     pages = scratch / "html"
     pages.mkdir(exist_ok=True)
