@@ -26,8 +26,8 @@ LAYERS = (
     ("execution", "evalnb.execution"),    # one entry point that runs a stage's calls; batch/
     ("benchmarks", "evalnb.benchmarks"),  # one folder per benchmark: protocol, analysis
     ("stages", "evalnb.stages"),          # open_run, generate, judge, aggregate; report, compare ...
-    ("app", "evalnb.app"),                # the command line
-    ("package", "evalnb"),                # the public names, imported lazily
+    ("package", "evalnb"),                # the public names the notebooks call, imported lazily
+    ("app", "evalnb.app"),                # the command line (it may call the public names too)
 )
 # Benchmarks import only core (and their own folder), never the machinery that runs them.
 BENCHMARKS_MAY_IMPORT = ("evalnb.core", "evalnb.benchmarks")

@@ -87,6 +87,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          "a folder, ready for JupyterLab")
     init_p.add_argument("folder", type=Path, nargs="?", default=Path("."), help="default: the current directory")
     init_p.add_argument("--force", action="store_true", help="overwrite files that differ")
+    verify_p = sub.add_parser("verify", help="recompute a run (or compare, or pack archive) from its stores and "
+                                             "inputs and check every number it reports; exit 1 on any discrepancy")
+    verify_p.add_argument("target", type=Path, help="a run directory, a compare directory, or an archive from pack")
+    verify_p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=PATH",
+                          help="where an input is now (data, corpus, responses ...), when not at its recorded path")
+    pack_p = sub.add_parser("pack", help="one archive (.tar.gz or .zip) of a run's record, with SHA256SUMS")
+    pack_p.add_argument("run_dir", type=Path)
+    pack_p.add_argument("-o", "--output", type=Path, help="the archive (default: RUN_DIR.tar.gz beside it)")
     args = parser.parse_args(argv)
     # Each command's module is imported only when it runs: `evalnb run` starts its kernel
     # before it imports the stages, and `evalnb status` never imports them.
@@ -116,6 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             from evalnb.app.run import status_command
             return status_command(args.run_dir)
+        if args.command == "verify":
+            from evalnb.app.verify import verify_command
+            return verify_command(args.target, args.sets)
+        if args.command == "pack":
+            from evalnb.app.pack import pack_command
+            return pack_command(args.run_dir, args.output)
         from evalnb.app.demo import demo
         return demo(args.outputs.resolve())
     except EvalnbError as e:

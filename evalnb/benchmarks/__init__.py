@@ -65,6 +65,14 @@ class Benchmark(Protocol):
     def check_documents(self) -> None:
         """Expensive input checks an ``evalnb run`` makes once, before its stage kernels."""
 
+    @property
+    def calls_model(self) -> bool:
+        """False when the contestant's answers come from a file: its endpoint is never called
+        (and its key never needed)."""
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        """Rows the run's summary table shows besides the common ones (e.g. an answers file's hash)."""
+
     def fingerprint_parts(self) -> dict[str, Any]:
         """What makes this run's scores comparable with another's."""
 

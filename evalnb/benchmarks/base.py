@@ -64,6 +64,13 @@ class BaseBenchmark:
     def describe(self, stage: str) -> str:
         return self.STAGE_NOTES.get(stage, GENERIC_STAGE_NOTES[stage])
 
+    @property
+    def calls_model(self) -> bool:
+        return True
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        return []
+
     def generation_done(self, record: Record) -> bool:
         return bool(record["status"] != Status.FAILED_TRANSIENT)
 

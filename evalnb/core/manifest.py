@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import platform
 import subprocess
 import sys
@@ -67,3 +68,12 @@ def update_manifest(path: Path, *, environment: bool = True, **fields: Any) -> d
     manifest["updated_at"] = utc_now()
     write_json(path, manifest)
     return manifest
+
+
+def store_digest(path: Path) -> dict[str, Any] | None:
+    """A stage store's sha256 and line count (None when absent): the manifest keeps them as
+    aggregated, so that ``evalnb verify`` names a store changed since."""
+    if not path.exists():
+        return None
+    data = path.read_bytes()
+    return {"sha256": hashlib.sha256(data).hexdigest(), "lines": data.count(b"\n")}

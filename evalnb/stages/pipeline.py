@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
 from evalnb.core.fingerprint import check_or_record, fingerprint
-from evalnb.core.manifest import update_manifest, utc_now
+from evalnb.core.manifest import store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
 from evalnb.core.records import JsonlStore, read_json_if_exists, write_json
 from evalnb.core.types import CALL_STAGES, Call, Record
@@ -69,7 +69,7 @@ class Run:
         rows = [("benchmark", c.benchmark), ("run directory", str(self.dir)),
                 ("tasks", len(self.tasks)), ("model", f"{c.model.provider}:{c.model.name}"),
                 ("judges", ", ".join(f"{j.provider}:{j.name}" for j in c.judges) or "-"),
-                ("fingerprint", self.fingerprint["sha256"][:16])]
+                ("fingerprint", self.fingerprint["sha256"][:16]), *self.benchmark.summary_rows()]
         if c.offline:
             rows.append(("label", OFFLINE_LABEL))
         rows += [("warning", w) for w in self.warnings]
@@ -116,10 +116,10 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     config, bench = load_config(source, sets)
     if prefetch_sdks:
         prefetch((config.model, *config.judges))
-    if require_keys:
-        check_keys(config)
     check_paths(config, "parameters" if isinstance(source, Mapping) else str(source))
     benchmark = make_benchmark(config, bench)
+    if require_keys:
+        check_keys(config, model=benchmark.calls_model)
     warnings = benchmark.warnings
     if not lock.is_stage_kernel(config.output_dir):
         benchmark.check_documents()   # a stage kernel's evalnb checked them moments ago
@@ -133,10 +133,11 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     return run
 
 
-def check_keys(config: RunConfig) -> None:
-    """Fail before anything runs when a named key variable is unset (values never shown)."""
+def check_keys(config: RunConfig, model: bool = True) -> None:
+    """Fail before anything runs when a named key variable is unset (values never shown).
+    ``model=False``: the contestant is not called (its answers come from a file)."""
     from evalnb.providers.base import api_key
-    for endpoint in (config.model, *config.judges):
+    for endpoint in ((config.model,) if model else ()) + config.judges:
         if REGISTRY[endpoint.provider].needs_key:
             try:
                 api_key(endpoint.api_key_env, endpoint.role)
@@ -181,19 +182,26 @@ def judgements(run: Run) -> dict[str, Record]:
 
 def generate(run: Run) -> pd.DataFrame:
     """Stage 1: the contestant answers every task not already answered."""
+    for label, value in run.benchmark.summary_rows():   # whole, where the summary table shortens it
+        print(f"{label}: {value}")
     calls = run.benchmark.generation_calls()
-    _stage(run, "generate", calls, {"model": run.config.model}, run.benchmark.generation_done)
+    endpoints = {"model": run.config.model} if run.benchmark.calls_model else {}   # imported answers: no client
+    _stage(run, "generate", calls, endpoints, run.benchmark.generation_done)
     write_responses(run)
     return status_table(run)
 
 
 def judge(run: Run) -> pd.DataFrame:
     """Stage 2: every configured judge grades every answer it has not yet graded."""
-    import pandas as pd
-
     calls = run.benchmark.judge_calls(responses(run))
     _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
-    records = judgements(run).values()
+    return judge_status_table(judgements(run).values())
+
+
+def judge_status_table(records: Iterable[Record]) -> pd.DataFrame:
+    """Judge calls by judge and status: what the judge stage shows."""
+    import pandas as pd
+
     table = Counter((r.get("judge", r["endpoint"]), r["status"]) for r in records)
     return (pd.DataFrame([(j, s, n) for (j, s), n in sorted(table.items())],
                          columns=["judge", "status", "calls"]) if table
@@ -238,10 +246,32 @@ def routes(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, An
 
 
 def aggregate(run: Run) -> pd.DataFrame:
-    """Stage 3: scores.json and status.json. Incomplete runs keep ``overall`` null."""
+    """Stage 3: scores.json and status.json. Incomplete runs keep ``overall`` null.
+
+    scores.json is a function of the stores and inputs alone, so aggregating the same records
+    twice writes the same bytes (``evalnb verify`` recomputes it): the time of aggregation is
+    kept in the manifest (``aggregated_at``) and in status.json, which says what state the run
+    is in and when, not what it scored."""
     stores = stage_records(run)
+    scores = scores_document(run, stores)
+    aggregated_at = utc_now()
+    write_json(run.path("scores.json"), scores)
+    write_json(run.path("status.json"), {
+        "state": "complete" if scores["complete"] else "incomplete",
+        "resumable": scores.get("resumable", {}), "updated_at": aggregated_at})
+    update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
+                    complete=scores["complete"], routes=routes(run, stores),
+                    usage=scores["usage"], aggregated_at=aggregated_at,
+                    stores={stage: store_digest(run.path(f"{stage}.jsonl")) for stage in stores})
+    write_evidence(run, stores, scores)
+    return headline_table(scores)
+
+
+def scores_document(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, Any]:
+    """The body of scores.json, from the stores and the run's inputs only (no time, no path
+    but those the parameters hold)."""
     body = run.benchmark.score(stores["generate"], stores["judge"])
-    scores = {
+    return {
         "benchmark": run.config.benchmark, "run_name": run.config.run_name,
         "offline": run.config.offline,
         **({"label": OFFLINE_LABEL} if run.config.offline else {}),
@@ -250,17 +280,7 @@ def aggregate(run: Run) -> pd.DataFrame:
         "usage": usage_by_stage(run.config, stores),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
-        "updated_at": utc_now(),
     }
-    write_json(run.path("scores.json"), scores)
-    write_json(run.path("status.json"), {
-        "state": "complete" if body["complete"] else "incomplete",
-        "resumable": body.get("resumable", {}), "updated_at": scores["updated_at"]})
-    update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
-                    complete=body["complete"], routes=routes(run, stores),
-                    usage=scores["usage"])
-    write_evidence(run, stores, scores)
-    return headline_table(scores)
 
 
 def write_evidence(run: Run, stores: Mapping[str, Mapping[str, Record]], scores: Mapping[str, Any]) -> None:

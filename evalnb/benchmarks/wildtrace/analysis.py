@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalnb.benchmarks.base import judge_table, offline_title
+from evalnb.benchmarks.wildtrace.imported import report_table
 from evalnb.benchmarks.wildtrace.protocol import WildTraceProtocol, points_awarded, read_tasks
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, RunScores, Table
 
@@ -51,6 +52,8 @@ class WildTrace(WildTraceProtocol):
             route = row.get("route") or {}
             sections: list[Any] = [
                 Fact("status", row["status"]),
+                *([Fact("answer", f"imported from the responses file ({response.get('imported_entry', 'not in it')})")]
+                  if response.get("source") == "imported" else []),
                 Fact("route", f"cap {route.get('cap', '-')} characters ({route.get('cap_kind', '-')}), "
                               f"document {route.get('doc_chars', '-')} characters" if route else "not routed yet"),
                 Passage("question", task.question),
@@ -100,6 +103,10 @@ class WildTrace(WildTraceProtocol):
         ax.set_ylabel("normalised judge score")
         ax.set_title(offline_title(scores, "per-judge score distributions"))
         return fig
+
+    @classmethod
+    def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
+        return report_table(scores.get("responses_report"))
 
     @classmethod
     def compare_tables(cls, runs: Sequence[RunScores], top: int) -> list[tuple[str, pd.DataFrame]]:

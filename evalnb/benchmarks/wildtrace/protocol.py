@@ -15,10 +15,12 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark
 from evalnb.benchmarks.wildtrace.caps import caps_for, caps_table, route_for, unlisted_warning
+from evalnb.benchmarks.wildtrace.imported import ImportedResponses, read_responses, source_model_warning
 from evalnb.benchmarks.wildtrace.tasks import RubricItem, WildTraceTask, read_tasks
 from evalnb.core import metrics, prompts
 from evalnb.core.data import Corpus, Where
@@ -89,7 +91,8 @@ def prompt_texts() -> dict[str, str]:
 
 
 # Reading 5: final statuses that score 0; only "ok" is judged; failed_transient is resumable.
-ZERO_STATUSES = (Status.OUT_OF_CONTEXT, Status.REFUSED, Status.EMPTY, Status.FAILED_PERMANENT)
+# Reading 29: an imported file's unanswered task is missing, final, 0.
+ZERO_STATUSES = (Status.OUT_OF_CONTEXT, Status.REFUSED, Status.EMPTY, Status.FAILED_PERMANENT, Status.MISSING)
 AGGREGATION_POLICY = (
     "wildtrace/1: judge score = total / sum(rubric points), clamped to [0,1]; task score = "
     "simple mean of all configured judges, only when all succeeded; Scored = mean over ok "
@@ -197,15 +200,16 @@ class WildTraceProtocol(BaseBenchmark):
 
     NAME: ClassVar[str] = "wildtrace"
     METRICS: ClassVar[tuple[Metric, ...]] = METRICS
-    OPTIONS: ClassVar[Mapping[str, Any]] = dict(BOOTSTRAP_OPTIONS)
-    PATH_OPTIONS: ClassVar[tuple[str, ...]] = ()
+    # responses: answers produced elsewhere (evalnb.benchmarks.wildtrace.imported), instead of calling the model
+    OPTIONS: ClassVar[Mapping[str, Any]] = dict(BOOTSTRAP_OPTIONS) | {"responses": None}
+    PATH_OPTIONS: ClassVar[tuple[str, ...]] = ("responses",)
     # Runs of different models may be compared only when these fingerprint parts agree (§5:
     # never mix caps policies, prompts, retry policies, judge panels or aggregation policies).
     # Each model keeps its own cap: the caps *table* is what must agree.
     COMPARABLE_PARTS: ClassVar[tuple[str, ...]] = ("prompts", "caps_table", "judge_panel", "aggregation",
                                                     "retry", "tasks")
     STATUSES: ClassVar[tuple[str, ...]] = ("ok", "out_of_context", "refused", "empty", "failed_permanent",
-                                           "failed_transient", "pending")
+                                           "missing", "failed_transient", "pending")
     ITEM: ClassVar[type] = WildTraceTask
     ITEM_NOUN: ClassVar[str] = "task"
 
@@ -217,8 +221,8 @@ class WildTraceProtocol(BaseBenchmark):
             raise config.error("corpus", f"{config.corpus} is not a directory")
         if not config.judges:
             raise config.error("judges", "wildtrace needs at least one judge (the paper uses three)")
-        if config.model.provider == "none":
-            raise config.error("model", "wildtrace needs a contestant model")
+        if config.model.provider == "none" and not config.options["responses"]:
+            raise config.error("model", "wildtrace needs a contestant model (or responses: a file of its answers)")
         self.check_bootstrap()
         self.caps = caps_for(config.model.name, config.model.caps)
         warning = unlisted_warning(config.model.name, self.caps)
@@ -228,6 +232,21 @@ class WildTraceProtocol(BaseBenchmark):
         for task in self.tasks:   # existence only: documents are read when their call is made
             self.corpus.path(task.corpus_file, Where(str(config.data), task=task.task_id))
         self.by_id = {t.task_id: t for t in self.tasks}
+        self.imported: ImportedResponses | None = None
+        if config.options["responses"]:   # read once, checked before anything is written
+            self.imported = read_responses(Path(config.options["responses"]), list(self.by_id))
+            warning = source_model_warning(self.imported, config.model.provider, config.model.name)
+            self.warnings += [warning] if warning else []
+
+    @property
+    def calls_model(self) -> bool:
+        return self.imported is None
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        if self.imported is None:
+            return []
+        return [("responses", f"imported from {self.imported.path} (sha256 {self.imported.sha256}); "
+                              "no model call")]
 
     def check_documents(self) -> None:
         """Every document decodes as UTF-8 (streamed), so no call fails on it mid-run."""
@@ -244,7 +263,8 @@ class WildTraceProtocol(BaseBenchmark):
             "caps": asdict(self.caps),
             "caps_table": sha256_text(json.dumps(caps_table(), sort_keys=True)),
             "decoding": decoding(config),
-            "contestant": {"provider": config.model.provider, "name": config.model.name},
+            "contestant": {"provider": config.model.provider, "name": config.model.name,
+                           **({"responses_sha256": self.imported.sha256} if self.imported else {})},
             "judge_panel": [{"role": role, "provider": j.provider, "name": j.name}
                             for role, j in config.judge_roles()],
             "aggregation": AGGREGATION_POLICY,
@@ -259,6 +279,8 @@ class WildTraceProtocol(BaseBenchmark):
         document = self.corpus.read(task.corpus_file)
         route = route_for(document, self.caps)
         fields = {"task_id": task.task_id, "route": route.as_dict()}
+        if self.imported is not None:   # reading 29: recorded like a generated answer, no call
+            return Prepared(None, fields | self.imported.record_fields(task.task_id, route.in_scope))
         if not route.in_scope:   # reading 1: not sent, not truncated
             return Prepared(None, fields | {"status": Status.OUT_OF_CONTEXT.value, "text": None})
         request = ChatRequest(render_answer_prompt(task.question, document),
@@ -329,6 +351,8 @@ class WildTraceProtocol(BaseBenchmark):
             "status_counts": dict(Counter(r["status"] for r in rows)),
             "resumable": {"generation": pending_generation, "judge_calls": pending_judges},
         }
+        if self.imported is not None:
+            body["responses_report"] = self.imported.report(rows)
         body["tasks"] = body.pop("tasks")   # the rows last, after the numbers
         return body
 
@@ -340,6 +364,6 @@ class WildTraceProtocol(BaseBenchmark):
             values=[[r["score"] if r["status"] == Status.OK and r["score"] is not None else NAN for r in rows]],
             scores={r["task_id"]: r["score"] for r in rows},
             statuses={r["task_id"]: r["status"] for r in rows},
-            attempted={r["task_id"]: r["status"] != Status.OUT_OF_CONTEXT for r in rows},
+            attempted={r["task_id"]: r["status"] not in (Status.OUT_OF_CONTEXT, Status.MISSING) for r in rows},
             judges={r["task_id"]: {f"{j['judge']} {j['model']}": j["score"] for j in r["judges"]
                                    if j["score"] is not None} for r in rows})
