@@ -72,12 +72,15 @@ METRICS = (Metric("accuracy", "accuracy: share of questions answered exactly", _
 
 
 class ExactQA(BaseBenchmark):
-    NAME = "exact_qa"
+    NAME: ClassVar[str] = "exact_qa"
     OPTIONS: ClassVar[Mapping[str, Any]] = {"max_tokens": 64, **BOOTSTRAP_OPTIONS}
     PATH_OPTIONS: ClassVar[tuple[str, ...]] = ()
-    COMPARABLE_PARTS = ("prompt", "scoring", "tasks")   # the contestant may differ between compared runs
-    STATUSES = ("ok", "empty", "refused", "failed_permanent", "failed_transient", "pending")
-    ITEM, ITEM_NOUN, FIGURE = Question, "question", "accuracy"
+    COMPARABLE_PARTS: ClassVar[tuple[str, ...]] = ("prompt", "scoring", "tasks")   # not the contestant
+    STATUSES: ClassVar[tuple[str, ...]] = ("ok", "empty", "refused", "failed_permanent", "failed_transient",
+                                           "pending")
+    ITEM: ClassVar[type] = Question
+    ITEM_NOUN: ClassVar[str] = "question"
+    FIGURE: ClassVar[str] = "accuracy"
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
