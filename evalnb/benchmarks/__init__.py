@@ -176,10 +176,10 @@ def _entry_point(name: str) -> str:
     if not found:
         names = installed_entry_points()
         usable = [n for n in names if n not in BENCHMARKS]   # the others are shadowed by a built-in
-        found = ", ".join(usable) or ("none besides built-in names" if names else "none installed")
+        listed = ", ".join(usable) or ("none besides built-in names" if names else "none installed")
         raise ConfigError(
             f"benchmark: {name!r} is not one of {', '.join(sorted(BENCHMARKS))} (built-in) nor an entry point "
-            f"of {ENTRY_POINT_GROUP} ({found}); a benchmark of your own: an import path package.module:Class")
+            f"of {ENTRY_POINT_GROUP} ({listed}); a benchmark of your own: an import path package.module:Class")
     if len(found) > 1:
         raise ConfigError(f"benchmark: {name!r}: installed distributions declare it as different classes "
                           f"({', '.join(sorted(found))}); select one by its import path")
