@@ -281,6 +281,17 @@ def test_by_entry_point_end_to_end(tmp_path: Path, example: Path) -> None:
     accuracies = {model: check_run(run, "exact_qa") for model, run in runs.items()}
     check_compare(tmp_path / "cmp", "exact_qa", accuracies)
 
+    # Two names of one class are one benchmark: a run selected by its import path compares too.
+    done = evalnb(["run", str(params), "--set", f"benchmark={IMPORT_PATH}", "--set", "run_name=qa-by-path"],
+                  tmp_path, [registered, example])
+    assert done.returncode == 0, done.stderr
+    by_path = tmp_path / "outputs" / "qa-by-path"
+    done = evalnb(["compare", str(by_path), str(runs["last-number"]), "--out", "mixed"], tmp_path,
+                  [registered, example])
+    assert done.returncode == 0, done.stderr
+    check_compare(tmp_path / "mixed", IMPORT_PATH, {"calculator": check_run(by_path, IMPORT_PATH),
+                                                    "last-number": accuracies["last-number"]})
+
 
 @pytest.mark.slow
 def test_mypy_finds_the_example_conforms(tmp_path: Path, example: Path) -> None:

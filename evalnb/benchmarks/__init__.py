@@ -133,7 +133,7 @@ METHODS = tuple(n for n, v in vars(Benchmark).items()
                 if not n.startswith("_") and isinstance(v, (FunctionType, classmethod, staticmethod)))
 
 
-def benchmark_for(name: Any) -> type[Benchmark]:
+def benchmark_for(name: Any, where: str | None = None) -> type[Benchmark]:
     """The benchmark class ``name`` selects, its module imported on first use:
 
     - a built-in name (``BENCHMARKS``);
@@ -148,8 +148,18 @@ def benchmark_for(name: Any) -> type[Benchmark]:
     picked by the order of ``sys.path``. What the user wrote is what outputs record
     (``config.json``, ``scores.json``), so a resume and ``compare`` select the class again.
     A class from outside is checked to have every member of the interface (the missing ones
-    named); mypy checks the built-ins.
+    named); mypy checks the built-ins. ``where`` (a parameters file, "compare") starts every
+    error's line.
     """
+    try:
+        return _resolve(name)
+    except ConfigError as e:
+        if where is None:
+            raise
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def _resolve(name: Any) -> type[Benchmark]:
     if not isinstance(name, str) or not name:
         raise ConfigError(f"benchmark: expected a name or an import path module:Class, got {name!r}")
     if name in BENCHMARKS:

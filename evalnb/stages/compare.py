@@ -112,7 +112,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     records = [load_run(Path(r).resolve()) for r in runs]
     # Each run's benchmark as its parameters named it (a built-in name, an import path or an
     # entry point): two names for one class are one benchmark.
-    classes = {name: _benchmark(name) for name in {r.scores["benchmark"] for r in records}}
+    classes = {name: benchmark_for(name, "compare") for name in {r.scores["benchmark"] for r in records}}
     if len(set(classes.values())) > 1:
         raise ConfigError(f"compare: runs of different benchmarks ({', '.join(sorted(classes))})")
     bench = next(iter(classes.values()))
@@ -124,13 +124,6 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
         labels.append(label if label not in labels else f"{label} #{i + 1}")
         r.label = labels[-1] + (OFFLINE_MARK if r.offline else "")
     return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top)
-
-
-def _benchmark(name: str) -> type[Benchmark]:
-    try:
-        return benchmark_for(name)
-    except ConfigError as e:
-        raise ConfigError(f"compare: {e}") from None
 
 
 def compare_params(path: Path) -> dict[str, Any]:

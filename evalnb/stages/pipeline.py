@@ -88,19 +88,12 @@ def load_config(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()
     if name is None:
         raise ConfigError(f"{origin}: benchmark: required, one of {', '.join(sorted(BENCHMARKS))}, "
                           "an import path package.module:Class or an installed entry point's name")
-    bench = _benchmark(name, origin)
+    bench = benchmark_for(name, origin)
     if not isinstance(source, Mapping):
         params = cfg.absolutise(params, (*cfg.PATH_KEYS, *bench.PATH_OPTIONS), path.parent)
         params = cfg.absolutise_commands(params, path.parent)
     params = cfg.apply_sets(params, sets)
     return cfg.resolve(params, bench.OPTIONS, base=Path.cwd(), source=origin), bench
-
-
-def _benchmark(name: Any, origin: str) -> type[Benchmark]:
-    try:
-        return benchmark_for(name)
-    except ConfigError as e:
-        raise ConfigError(f"{origin}: {e}") from None
 
 
 def make_benchmark(config: RunConfig, bench: type[Benchmark]) -> Benchmark:
