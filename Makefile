@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/python -m ruff check evalnb tests bench
+	$(BIN)/python -m ruff check evalnb tests bench examples
 	$(BIN)/python -m mypy
 
 # The runner alone, then the whole `evalnb run` command (bench/README.md); BENCH_ARGS=--quick: 1 repeat.

@@ -12,6 +12,6 @@ def test_mypy_finds_no_type_errors() -> None:
 
 
 def test_ruff_finds_no_errors() -> None:
-    result = subprocess.run([sys.executable, "-m", "ruff", "check", "evalnb", "tests", "bench"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "evalnb", "tests", "bench", "examples"], cwd=ROOT,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

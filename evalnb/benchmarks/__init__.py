@@ -10,14 +10,19 @@ read its items from a ``scores.json``, its breakdown table, figure and extra tab
 (per instance) each item's evidence. The shared layers loop over these declarations and
 never name a benchmark.
 
-Adding a benchmark means adding a module here, one line to ``BENCHMARKS`` and one line to
-the conformance block at the end (which mypy checks).
+A built-in benchmark is a folder here, one line in ``BENCHMARKS`` and one line in the
+conformance block at the end (which mypy checks). A benchmark of your own needs no fork:
+``benchmark: my_package.my_bench:MyBenchmark`` (an import path) or the name of an entry point
+in the group ``evalnb.benchmarks`` selects it (:func:`benchmark_for`; docs/architecture.md
+walks through ``examples/exact_qa``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from importlib import import_module
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from evalnb.core.run_config import RunConfig
@@ -126,13 +131,107 @@ BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace:WildTrace",
               "geoexpertqueries": "evalnb.benchmarks.geoexpertqueries:GeoExpertQueries"}
 
 
-def benchmark_for(name: Any) -> type[Benchmark]:
-    """The benchmark class registered under ``name`` (its module imported on first use)."""
-    if name not in BENCHMARKS:
-        raise ConfigError(f"benchmark: {name!r} is not one of {', '.join(sorted(BENCHMARKS))}")
-    module, _, cls = BENCHMARKS[name].partition(":")
-    found: type[Benchmark] = getattr(import_module(module), cls)
+ENTRY_POINT_GROUP = "evalnb.benchmarks"
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+# What a class must have to stand behind the interface, read from the Protocol itself: its
+# class attributes (NAME, OPTIONS, ...) and its methods. Its properties (config, tasks,
+# warnings) belong to an instance and are set by the constructor, so a class cannot show them.
+CLASS_ATTRIBUTES = tuple(Benchmark.__annotations__)
+METHODS = tuple(n for n, v in vars(Benchmark).items()
+                if not n.startswith("_") and isinstance(v, (FunctionType, classmethod, staticmethod)))
+
+
+def benchmark_for(name: Any, where: str | None = None) -> type[Benchmark]:
+    """The benchmark class ``name`` selects, its module imported on first use:
+
+    - a built-in name (``BENCHMARKS``);
+    - an import path ``package.module:Class``, importable wherever the run runs (the stage
+      kernels inherit the environment of ``evalnb``, ``PYTHONPATH`` included);
+    - the name of an entry point in the group ``evalnb.benchmarks`` that an installed
+      distribution declares (``exact_qa = "exact_qa_bench:ExactQA"`` in its pyproject.toml).
+
+    A built-in name wins over an entry point of the same name, and the distribution's entry
+    point is never loaded: a plug-in cannot replace a protocol the package pins with tests.
+    Two distributions declaring one name for different classes are refused rather than one
+    picked by the order of ``sys.path``. What the user wrote is what outputs record
+    (``config.json``, ``scores.json``), so a resume and ``compare`` select the class again.
+    A class from outside is checked to have every member of the interface (the missing ones
+    named); mypy checks the built-ins. ``where`` (a parameters file, "compare") starts every
+    error's line.
+    """
+    try:
+        return _resolve(name)
+    except ConfigError as e:
+        if where is None:
+            raise
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def _resolve(name: Any) -> type[Benchmark]:
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"benchmark: expected a name or an import path module:Class, got {name!r}")
+    if name in BENCHMARKS:
+        return _load(BENCHMARKS[name], f"benchmark: {name!r}")
+    if ":" in name:
+        return conforming(_load(name, f"benchmark: {name!r}"), f"benchmark: {name!r}")
+    target = _entry_point(name)
+    origin = f"benchmark: {name!r} (entry point {ENTRY_POINT_GROUP} -> {target})"
+    return conforming(_load(target, origin), origin)
+
+
+def installed_entry_points() -> list[str]:
+    """The names installed distributions declare in the ``evalnb.benchmarks`` group."""
+    from importlib.metadata import entry_points   # ~25 ms, and scans sys.path: only when asked
+
+    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def _entry_point(name: str) -> str:
+    from importlib.metadata import entry_points
+
+    found = {f"{ep.module}:{ep.attr}" if ep.attr else ep.module
+             for ep in entry_points(group=ENTRY_POINT_GROUP, name=name)}
+    if not found:
+        names = installed_entry_points()
+        usable = [n for n in names if n not in BENCHMARKS]   # the others are shadowed by a built-in
+        listed = ", ".join(usable) or ("none besides built-in names" if names else "none installed")
+        raise ConfigError(
+            f"benchmark: {name!r} is not one of {', '.join(sorted(BENCHMARKS))} (built-in) nor an entry point "
+            f"of {ENTRY_POINT_GROUP} ({listed}); a benchmark of your own: an import path package.module:Class")
+    if len(found) > 1:
+        raise ConfigError(f"benchmark: {name!r}: installed distributions declare it as different classes "
+                          f"({', '.join(sorted(found))}); select one by its import path")
+    return found.pop()
+
+
+def _load(target: str, origin: str) -> Any:
+    module, _, attr = target.partition(":")
+    if not _DOTTED.fullmatch(module) or not _DOTTED.fullmatch(attr):
+        raise ConfigError(f"{origin}: expected an import path package.module:Class")
+    try:
+        found: Any = import_module(module)
+    except Exception as e:   # ImportError, or whatever the module raised while it ran
+        message = str(e) if isinstance(e, ImportError) else f"{type(e).__name__}: {e}"
+        raise ConfigError(f"{origin}: cannot import module {module!r}: {message}") from None
+    for part in attr.split("."):
+        if not hasattr(found, part):
+            raise ConfigError(f"{origin}: module {module!r} has no {attr!r}")
+        found = getattr(found, part)
     return found
+
+
+def conforming(found: Any, origin: str) -> type[Benchmark]:
+    """``found`` if it is a class with every member of :class:`Benchmark`, else a ConfigError
+    naming what it lacks."""
+    if not isinstance(found, type):
+        raise ConfigError(f"{origin}: expected a class, got {type(found).__name__}")
+    missing = [n for n in CLASS_ATTRIBUTES if not hasattr(found, n)]
+    missing += [f"{n}()" for n in METHODS if not callable(getattr(found, n, None))]
+    if missing:
+        raise ConfigError(f"{origin}: {found.__qualname__} is not a benchmark: it lacks {', '.join(missing)} "
+                          "(see evalnb.benchmarks.Benchmark; evalnb.benchmarks.base.BaseBenchmark has defaults)")
+    bench: type[Benchmark] = found
+    return bench
 
 
 if TYPE_CHECKING:   # mypy checks that every registered class conforms to Benchmark

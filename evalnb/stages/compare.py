@@ -110,10 +110,12 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     if len(runs) < 2:
         raise ConfigError("compare: give at least two run directories")
     records = [load_run(Path(r).resolve()) for r in runs]
-    names = {r.scores["benchmark"] for r in records}
-    if len(names) > 1:
-        raise ConfigError(f"compare: runs of different benchmarks ({', '.join(sorted(names))})")
-    bench = benchmark_for(names.pop())
+    # Each run's benchmark as its parameters named it (a built-in name, an import path or an
+    # entry point): two names for one class are one benchmark.
+    classes = {name: benchmark_for(name, "compare") for name in {r.scores["benchmark"] for r in records}}
+    if len(set(classes.values())) > 1:
+        raise ConfigError(f"compare: runs of different benchmarks ({', '.join(sorted(classes))})")
+    bench = next(iter(classes.values()))
     check_comparable(records, bench.COMPARABLE_PARTS)
     models = [r.model for r in records]
     labels: list[str] = []

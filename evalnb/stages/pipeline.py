@@ -85,14 +85,16 @@ def load_config(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()
     else:
         path = Path(source).expanduser().resolve()
         params, origin = cfg.read_params_file(path), str(path)
-    if "benchmark" not in params:
-        raise ConfigError(f"{origin}: benchmark: required, one of {', '.join(sorted(BENCHMARKS))}")
-    bench = benchmark_for(params["benchmark"])
+    # The benchmark as --set leaves it, resolved once: its path options are file-relative too.
+    name = cfg.apply_sets(params, sets).get("benchmark")
+    if name is None:
+        raise ConfigError(f"{origin}: benchmark: required, one of {', '.join(sorted(BENCHMARKS))}, "
+                          "an import path package.module:Class or an installed entry point's name")
+    bench = benchmark_for(name, origin)
     if not isinstance(source, Mapping):
         params = cfg.absolutise(params, (*cfg.PATH_KEYS, *bench.PATH_OPTIONS), path.parent)
         params = cfg.absolutise_commands(params, path.parent)
     params = cfg.apply_sets(params, sets)
-    bench = benchmark_for(params.get("benchmark"))
     return cfg.resolve(params, bench.OPTIONS, base=Path.cwd(), source=origin), bench
 
 
