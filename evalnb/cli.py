@@ -78,7 +78,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
 
     # Validates everything before a notebook starts, then holds the run directory: a second
     # process is refused, and only this command's own kernel is let in (evalnb.lock).
-    run = open_run(params, sets, require_keys=True, prefetch_sdks=False)
+    run = open_run(params, sets, require_keys=True, prefetch_sdks=False, hold_lock=True)
     assert run.lock is not None
     if kernel is not None:   # every endpoint's SDK, before the first stage
         also_import(kernel, modules_for([run.config.model, *run.config.judges]))
@@ -260,8 +260,9 @@ def probe_command(params: Path, sets: Sequence[str], max_calls: int) -> int:
 def compare_command(runs: Sequence[Path], out: Path | None, params: Path | None,
                     options: dict[str, Any]) -> int:
     """Run the compare notebook over finished runs; refuse runs that may not be mixed."""
-    import papermill
     from papermill.exceptions import PapermillExecutionError
+
+    from evalnb.kernels import run_notebook
 
     from evalnb.compare import open_compare
     from evalnb.config import read_params_file
@@ -275,9 +276,7 @@ def compare_command(runs: Sequence[Path], out: Path | None, params: Path | None,
     output = cmp.out / COMPARE_NOTEBOOK.name
     cmp.out.mkdir(parents=True, exist_ok=True)
     try:
-        papermill.execute_notebook(str(COMPARE_NOTEBOOK), str(output), parameters={"config": config},
-                                   kernel_name="python3", cwd=str(cmp.out), progress_bar=False,
-                                   start_timeout=120, coalesce_streams=True)
+        run_notebook(COMPARE_NOTEBOOK, output, {"config": config}, cmp.out, ("evalnb.compare", "pandas"))
     except PapermillExecutionError as e:
         print(f"evalnb: compare failed: {e.ename}: {e.evalue.strip()} (record: {output})", file=sys.stderr)
         return EXIT_ERROR

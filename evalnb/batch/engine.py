@@ -38,6 +38,7 @@ from evalnb.batch.backends import Backend, Outcome, backend_for, epoch, lost, ma
 from evalnb.batch.journal import CALLS_DIR, IN_FLIGHT, Entry, Journal, read_only
 from evalnb.config import EndpointConfig
 from evalnb.manifest import utc_now
+from evalnb.progress import progress_bar
 from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
 from evalnb.records import JsonlStore
 from evalnb.redaction import redact
@@ -162,7 +163,7 @@ class StageBatches:
     def progress(self, bar: tqdm | None, flight: list[Entry], interval: float) -> tqdm:
         waiting = sum(e["calls"] for e in flight)
         if bar is None:
-            bar = tqdm(total=waiting, desc=f"{self.stage}: batches", unit="call", file=sys.stderr)
+            bar = progress_bar(total=waiting, desc=f"{self.stage}: batches", unit="call", mininterval=0.1)
         bar.total = max(bar.total or 0, bar.n + waiting)
         bar.n = bar.total - waiting
         bar.set_postfix_str(f"{len(flight)} batch(es) running, next poll in {interval:g}s", refresh=True)
