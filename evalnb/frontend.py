@@ -45,9 +45,11 @@ def command_line(argv: list[str] | None = None) -> str:
     argv = list(sys.argv if argv is None else argv)
     if not argv:
         return Path(sys.executable).name
-    program = argv[0]
-    if Path(program).name == "evalnb" or program.replace(os.sep, "/").endswith(("evalnb/cli.py", "evalnb/__main__.py")):
-        program = "evalnb"
+    program = Path(argv[0])
+    if program.name == "evalnb" or program.as_posix().endswith(("evalnb/cli.py", "evalnb/__main__.py")):
+        words = ["evalnb"]
+    elif program.name == "__main__.py":   # python -m package
+        words = [Path(sys.executable).name, "-m", program.parent.name]
     else:
-        program = Path(program).name or program
-    return shlex.join([program, *argv[1:]])
+        words = [program.name or argv[0]]
+    return shlex.join([*words, *argv[1:]])
