@@ -194,3 +194,36 @@ def test_reading_the_umask_leaves_it_as_it_was() -> None:
         assert os.umask(0o027) == 0o027
     finally:
         os.umask(mask)
+
+
+HOLDER = """
+import sys
+import evalnb
+evalnb.open_run({params!r}, hold_lock=True)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_killed_holder_frees_the_run_at_once(tmp_path: Path) -> None:
+    import signal
+
+    from evalnb.errors import EvalnbError
+    from evalnb.pipeline import generate, open_run
+
+    params = offline_params(tmp_path)
+    script = tmp_path / "hold.py"
+    script.write_text(HOLDER.format(params=params))
+    holder = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        run = open_run(params)   # reading: never refused
+        with pytest.raises(EvalnbError, match=rf"in use by `hold.py` \(pid {holder.pid}, since "):
+            generate(run)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=60)
+        generate(run)            # at once: the OS freed the lock with its holder
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.communicate(timeout=60)
