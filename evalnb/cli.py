@@ -262,10 +262,9 @@ def compare_command(runs: Sequence[Path], out: Path | None, params: Path | None,
     """Run the compare notebook over finished runs; refuse runs that may not be mixed."""
     from papermill.exceptions import PapermillExecutionError
 
-    from evalnb.kernels import run_notebook
-
     from evalnb.compare import open_compare
     from evalnb.config import read_params_file
+    from evalnb.kernels import run_notebook
 
     config: dict[str, Any] = read_params_file(params) if params else {}
     base = params.parent if params else Path.cwd()

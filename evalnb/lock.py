@@ -64,6 +64,9 @@ class RunLock:
     def release(self) -> None:
         _held.pop(self.dir, None)
         if self.file is not None:
+            # No stale holder for a refused writer to read while the next one takes over.
+            self.file.seek(0)
+            self.file.truncate()
             self.file.close()   # closing the descriptor frees the flock
             self.file = None
 

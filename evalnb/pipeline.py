@@ -11,10 +11,10 @@ from __future__ import annotations
 import functools
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 
 from evalnb import config as cfg
@@ -156,14 +156,17 @@ def _record_run(run: Run) -> None:
         write_json(run.path("config.json"), run.config.to_dict())
 
 
-def _writes(doing: str) -> Any:
+StageFunction = TypeVar("StageFunction", bound=Callable[[Run], Any])
+
+
+def _writes(doing: str) -> Callable[[StageFunction], StageFunction]:
     """A stage function that holds the run directory while it runs (:func:`evalnb.lock.holding`)."""
-    def wrap(stage: Any) -> Any:
+    def wrap(stage: StageFunction) -> StageFunction:
         @functools.wraps(stage)
         def holding(run: Run) -> Any:
             with lock.holding(run.dir, doing):
                 return stage(run)
-        return holding
+        return cast(StageFunction, holding)
     return wrap
 
 
