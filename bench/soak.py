@@ -193,7 +193,7 @@ def processes_in(directory: Path) -> list[int]:
     directory only at its first stage). A run's kernel lives in a session of its own that a
     killpg of evalnb misses; evalnb itself is dead and reaped by the time this is asked."""
     try:
-        token = json.loads((directory / ".evalnb.core.lock").read_text()).get("token")
+        token = json.loads((directory / ".evalnb.lock").read_text()).get("token")
     except (OSError, ValueError):
         token = None
     marker = f"EVALNB_RUN_LOCK_TOKEN={token}\0".encode() if token else None

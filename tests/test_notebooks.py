@@ -51,10 +51,15 @@ def about_output(notebook: Path) -> str:
                 and "evalnb.about" in c.source for o in c.outputs if "text/markdown" in o.get("data", {}))
 
 
-def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capfd: pytest.CaptureFixture[str]) -> None:
     # A non-inline backend inherited by the kernel must not drop the figures.
     monkeypatch.setenv("MPLBACKEND", "Agg")
     assert main(["demo", "--outputs", str(tmp_path)]) == 0
+    # Issue 18: every kernel of the demo, the compare's too, on Unix sockets: no TCP, no warning
+    # (what the kernels print reaches this process's descriptors).
+    printed = capfd.readouterr()
+    assert "TCP" not in printed.err + printed.out and "WARNING" not in printed.err + printed.out
     run = tmp_path / "demo-wildtrace"
     for stage in STAGES:
         assert (run / notebook_for(stage).name).exists()
@@ -70,15 +75,26 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
     images = [o for c in report.cells if c.cell_type == "code" for o in c.outputs
               if "image/png" in o.get("data", {})]
     assert len(images) == 2
+    # Shown at an ordinary figure's size (matplotlib's 100 dpi: a 6 x 3.5 inch figure about 600
+    # pixels wide), not at its 150-dpi pixels; the HTML record says the same.
+    for image in images:
+        size = image.metadata["image/png"]
+        assert 500 <= size["width"] <= 680 and 250 <= size["height"] <= 420, size
+    assert f'width="{images[0].metadata["image/png"]["width"]}"' in (run / "04_report.html").read_text()
     assert (run / "figures" / "score_histogram.pdf").exists()
     assert "data:image/png;base64" in (run / "04_report.html").read_text()
     injected = [c for c in report.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and "demo-wildtrace" in injected[0].source
 
-    # Progress bars are coalesced: one stream output, not one per update.
+    # Progress is one line of plain output (not stderr, which JupyterLab draws as an error), its
+    # final state only, no widget state; then the stage's line saying what it did.
     generate = nbformat.read(run / "01_generate.ipynb", as_version=4)
-    streams = [o for c in generate.cells for o in c.get("outputs", []) if o.output_type == "stream"]
-    assert len(streams) <= 2
+    outputs = [o for c in generate.cells for o in c.get("outputs", [])]
+    assert [o for o in outputs if o.get("name") == "stderr"] == [] and "widgets" not in generate.metadata
+    [bar] = [o for o in outputs if o.output_type == "display_data" and "generate: 100%" in o.data.get("text/plain", "")]
+    assert set(bar.data) == {"text/plain"} and "12/12" in bar.data["text/plain"] and "\n" not in bar.data["text/plain"]
+    said = "".join(o.text for o in outputs if o.get("name") == "stdout")
+    assert said == "generate: 12 answers made (10 ok, 1 empty, 1 out_of_context)\n"
     assert (run / "01_generate.ipynb").stat().st_size < 60_000
 
     compare = tmp_path / "demo-compare-wildtrace"

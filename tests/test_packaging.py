@@ -125,7 +125,8 @@ from pathlib import Path
 from evalnb.core.figures import new_figure, save_figure
 fig = new_figure((3, 2)); fig.subplots().bar(["a", "b"], [1, 2])
 save_figure(fig, Path({str(tmp_path)!r}), "bars")
-assert fig._repr_png_().startswith(b"\\x89PNG")
+png, size = fig._repr_png_()   # the image and its display size
+assert png.startswith(b"\\x89PNG") and set(size) == {{"width", "height"}}
 """
     _python(code, MPLBACKEND="QtAgg")
     assert (tmp_path / "bars.png").read_bytes().startswith(b"\x89PNG")

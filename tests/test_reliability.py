@@ -227,10 +227,11 @@ def test_a_failed_stage_prints_its_real_cause(tmp_path: Path) -> None:
 def test_a_second_run_on_a_held_directory_is_refused_naming_the_holder(tmp_path: Path) -> None:
     params = offline_params(tmp_path)
     path = write_params(tmp_path, params)
-    run = open_run(params)   # this process now holds the directory
+    run = open_run(params, hold_lock=True)   # this process now holds the directory, as evalnb run does
     try:
         result = run_cli("run", str(path))
-        assert_refused(result, "in use by", f"pid {os.getpid()}", os.uname().nodename)
+        # named by its command line, as it was typed (pytest's own, here)
+        assert_refused(result, "in use by", f"pid {os.getpid()}", " ".join(sys.argv[1:3]), "then try again")
     finally:
         run.close()
     assert run_cli("run", str(path)).returncode == 0
@@ -257,6 +258,14 @@ def test_a_stage_notebook_run_by_hand_is_refused_while_evalnb_runs(tmp_path: Pat
         finally:
             process.wait(timeout=300)
         assert process.returncode == 0
+        # The record papermill saves shows the refusal as its one line, naming the command.
+        import nbformat
+
+        record = nbformat.read(tmp_path / "by-hand.ipynb", as_version=4)
+        [error] = [o for c in record.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+        assert error.ename == "RunLocked" and len(error.traceback) == 1
+        assert f"is in use by `evalnb run {path}` (pid {process.pid}, since " in error.traceback[0]
+        assert "wait for it to finish, or stop it" in error.traceback[0]
 
 
 def wait_for(condition: Any, seconds: float) -> None:

@@ -225,3 +225,16 @@ def test_a_real_runs_item_shows_its_records(browser: Any, tmp_path: Path) -> Non
                 '3 5 (missing) 0 missing'):
         assert row in text.replace("\n", " "), row
     assert console_errors(browser) == [] and [u for u in requests_made(browser) if not u.startswith("file://")] == []
+
+
+def test_an_item_with_no_response_says_none_without_a_length(
+        browser: Any, big_page: tuple[Path, list[ItemEvidence], str]) -> None:
+    """Issue 18: "(none)" under a heading that counted its 6 characters contradicted itself."""
+    path, items, _ = big_page
+    open_page(browser, path)
+    unanswered = next(i for i in items if i.status == "refused")
+    browser.find_element("css selector", f"tr.item[data-id='{unanswered.item_id}']").click()
+    text = browser.find_element("css selector", "tr.detail").text
+    assert "response: (none)" in text and "(6 characters)" not in text
+    assert "question (" in text   # a passage with text keeps its length
+    assert console_errors(browser) == []

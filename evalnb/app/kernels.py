@@ -44,7 +44,8 @@ class RunKernel:
     client: Any = None   # AsyncKernelClient papermill executes the stages through, once connected
 
 
-def start_run_kernel(cwd: Path) -> RunKernel:
+def start_run_kernel(cwd: Path, first: Sequence[str] = FIRST_MODULES,
+                     later: Sequence[str] = LATER_MODULES) -> RunKernel:
     """A started ``python3`` kernel, already importing what the stages need first."""
     from jupyter_client.blocking import BlockingKernelClient
     from jupyter_client.manager import AsyncKernelManager
@@ -61,8 +62,7 @@ def start_run_kernel(cwd: Path) -> RunKernel:
     control.load_connection_info(manager.get_connection_info())
     control.start_channels(iopub=False, stdin=False, hb=False, control=False)
     kernel = RunKernel(manager, control, sockets)
-    _send(kernel, f"__import__('evalnb.app.kernels').app.kernels.warm_up({list(FIRST_MODULES)!r}, "
-                  f"{list(LATER_MODULES)!r})")
+    _send(kernel, f"__import__('evalnb.app.kernels').app.kernels.warm_up({list(first)!r}, {list(later)!r})")
     return kernel
 
 

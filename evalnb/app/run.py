@@ -52,7 +52,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
 
     # Validates everything before a notebook starts, then holds the run directory: a second
     # process is refused, and only this command's own kernel is let in (evalnb.core.lock).
-    run = open_run(params, sets, require_keys=True, prefetch_sdks=False)
+    run = open_run(params, sets, require_keys=True, prefetch_sdks=False, hold_lock=True)
     assert run.lock is not None
     if kernel is not None:   # every endpoint's SDK, before the first stage
         also_import(kernel, modules_for([run.config.model, *run.config.judges]))

@@ -38,7 +38,7 @@ from evalnb.core.keyscan import scan_file
 from evalnb.core.records import read_json_if_exists
 from evalnb.stages.compare import open_compare
 from evalnb.stages.notebook_outputs import check_notebook, injected_config
-from evalnb.stages.pipeline import headline_table, judge_status_table, status_table
+from evalnb.stages.pipeline import headline_table, judge_names, judge_status_table, status_table
 from evalnb.stages.recompute import Recomputed, rebuild
 from evalnb.stages.render import provenance, render_notebook
 
@@ -112,7 +112,7 @@ def run_calls(done: Recomputed) -> dict[str, Callable[[], Any]]:
     calls: dict[str, Callable[[], Any]] = {
         "run.summary": done.run.summary,
         "evalnb.generate": functools.partial(status_table, done.shadow),
-        "evalnb.judge": lambda: judge_status_table(done.stores["judge"].values()),
+        "evalnb.judge": lambda: judge_status_table(done.stores["judge"].values(), judge_names(done.shadow)),
         "evalnb.aggregate": functools.partial(headline_table, done.scores)}
     calls |= {f"evalnb.{name}": functools.partial(getattr(evalnb, name), done.shadow) for name in REPORT_CALLS}
     return calls

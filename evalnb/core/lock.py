@@ -1,10 +1,15 @@
-"""One process per run directory.
+"""One writer per run directory at a time.
 
-Whoever makes a run's calls holds an exclusive OS file lock (``flock``) on
-``.evalnb.core.lock`` in the run directory: ``evalnb run`` for the whole command, a notebook
-opened by hand in JupyterLab for the life of its kernel, a script for the life of its
-process. The OS frees the lock the moment its holder dies, so a killed run never blocks a
-resume, and a second run is refused at once, naming the holder.
+Whoever makes a run's calls or writes its records holds an exclusive OS file lock
+(``flock``) on ``.evalnb.lock`` in the run directory while it does: ``evalnb run`` for the
+whole command; in a notebook or a script, each stage function (``generate``, ``judge``,
+``aggregate``, batch collection with them) from its start until it returns or raises, and
+``open_run`` only for the moment it records the run's fingerprint and configuration. Between
+those, an idle kernel holds nothing, so the stage notebooks can be run one after another in
+JupyterLab without shutting any kernel down. The OS frees the lock the moment its holder
+dies, so a killed run never blocks a resume, and a second writer is refused at once with one
+line (no traceback in a notebook) naming the holder as a person would recognise it: the
+``evalnb run`` command line, or the Jupyter kernel, its notebook and the stage it runs.
 
 A stage kernel that ``evalnb run`` starts cannot take the lock its parent holds. It is let
 in on two conditions: the token the parent wrote into the lock file was handed to it in
@@ -24,20 +29,30 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from evalnb.core import frontend
 from evalnb.core.errors import EvalnbError
+from evalnb.core.redaction import redact
 
-LOCK_NAME = ".evalnb.core.lock"
+LOCK_NAME = ".evalnb.lock"
 KERNEL_LOCK_NAME = ".evalnb.kernel.lock"
 TOKEN_ENV = "EVALNB_RUN_LOCK_TOKEN"
 KERNEL_EXIT_WAIT = 10.0   # seconds a new holder waits for a dying kernel of an old run
 
 
 class RunLocked(EvalnbError):
-    """Another process is running this run directory."""
+    """Another process is making calls or writing in this run directory."""
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it in a notebook: the one line, not a traceback (a refusal
+        is not a bug to debug; where it was raised says nothing the line does not)."""
+        return [f"RunLocked: {self}"]
 
 
 @dataclass
@@ -49,6 +64,9 @@ class RunLock:
     def release(self) -> None:
         _held.pop(self.dir, None)
         if self.file is not None:
+            # No stale holder for a refused writer to read while the next one takes over.
+            self.file.seek(0)
+            self.file.truncate()
             self.file.close()   # closing the descriptor frees the flock
             self.file = None
 
@@ -56,8 +74,26 @@ class RunLock:
 _held: dict[Path, RunLock] = {}
 
 
-def acquire(run_dir: Path) -> RunLock:
-    """Hold the run directory (idempotent within a process); RunLocked if another has it."""
+@contextmanager
+def holding(run_dir: Path, doing: str) -> Iterator[RunLock]:
+    """The run directory held while the body makes calls or writes (``doing``: what, as the
+    refusal names it, e.g. ``evalnb.judge``), released when it returns or raises. Within a
+    process that already holds it (``evalnb run``, or an enclosing stage) this adds nothing
+    and releases nothing."""
+    run_dir = run_dir.resolve()
+    if run_dir in _held:
+        yield _held[run_dir]
+        return
+    lock = acquire(run_dir, doing)
+    try:
+        yield lock
+    finally:
+        lock.release()
+
+
+def acquire(run_dir: Path, doing: str = "") -> RunLock:
+    """Hold the run directory until released (idempotent within a process); RunLocked if
+    another has it."""
     import fcntl
 
     run_dir = run_dir.resolve()
@@ -68,12 +104,11 @@ def acquire(run_dir: Path) -> RunLock:
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = _read_holder(handle)
+        holder = _read_holder(handle, settle=True)
         handle.close()
         if _is_parent_stage_kernel(holder):
             return _enter_as_stage_kernel(run_dir, holder)
-        raise RunLocked(f"{run_dir} is in use by {describe(holder)}; wait for it to finish, "
-                        "or stop it, before running this directory again") from None
+        raise RunLocked(refusal(run_dir, holder)) from None
     try:
         _wait_for_old_kernel(run_dir)
     except RunLocked:
@@ -85,8 +120,7 @@ def acquire(run_dir: Path) -> RunLock:
     handle.seek(0)
     handle.truncate()
     handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "token": lock.token,
-                             "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                             "command": " ".join(sys.argv[:3])}) + "\n")
+                             "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **holder_fields(doing)}) + "\n")
     handle.flush()
     _held[run_dir] = lock
     return lock
@@ -108,21 +142,69 @@ def release_all() -> None:
         lock.release()
 
 
+def holder_fields(doing: str) -> dict[str, Any]:
+    """What the lock file says about its holder besides pid, host and time: enough for
+    :func:`describe` to name it in words."""
+    if frontend.in_kernel():
+        return {"kernel": True, "notebook": frontend.notebook_path(), "doing": doing}
+    return {"kernel": False, "command": redact(frontend.command_line())[:300], "doing": doing}
+
+
 def describe(holder: dict[str, Any]) -> str:
+    """The holder as a person recognises it: "`evalnb run params/x.yaml` (pid 14314, since
+    10:42)", or "a Jupyter kernel running evalnb.judge since 10:42, notebook
+    .../02_judge.ipynb (pid 14314)"."""
     if not holder:
         return "another process"
-    return (f"pid {holder.get('pid')} on {holder.get('host')} "
-            f"(since {holder.get('since')}: {holder.get('command') or 'a notebook'})")
+    pid = f"pid {holder.get('pid')}"
+    if holder.get("host") and holder.get("host") != socket.gethostname():
+        pid += f" on {holder['host']}"
+    since = f" since {_clock(holder['since'])}" if holder.get("since") else ""
+    doing = holder.get("doing") or ""
+    if holder.get("kernel"):
+        notebook = f", notebook {holder['notebook']}" if holder.get("notebook") else ""
+        return f"a Jupyter kernel running {doing or 'evalnb'}{since}{notebook} ({pid})"
+    if not holder.get("command"):
+        return f"another process ({pid}{',' + since if since else ''})"
+    if doing and not doing.startswith("evalnb run"):
+        return f"`{holder['command']}` running {doing}{since} ({pid})"
+    return f"`{holder['command']}` ({pid}{',' + since if since else ''})"
 
 
-def _read_holder(handle: IO[str]) -> dict[str, Any]:
-    if handle.seekable():
-        handle.seek(0)
+def refusal(run_dir: Path, holder: dict[str, Any]) -> str:
+    """The one line a second writer gets: what holds the directory, and what to do."""
+    if holder.get("kernel"):
+        todo = "wait for it to finish there, or interrupt that kernel (Kernel > Interrupt Kernel), then try again"
+    else:
+        todo = "wait for it to finish, or stop it (Ctrl-C where it runs), then try again"
+    return f"{run_dir} is in use by {describe(holder)}; {todo}"
+
+
+def _clock(stamp: Any) -> str:
+    """``10:42`` today, ``2026-03-14 10:42`` another day (the holder's local time)."""
     try:
-        holder = json.loads(handle.read() or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return holder if isinstance(holder, dict) else {}
+        when = datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%S%z")
+    except ValueError:
+        return str(stamp)
+    same_day = when.date() == datetime.now(when.tzinfo).date()
+    return when.strftime("%H:%M" if same_day else "%Y-%m-%d %H:%M")
+
+
+def _read_holder(handle: IO[str], settle: bool = False) -> dict[str, Any]:
+    """The holder's record; with ``settle``, give a holder that took the lock a moment ago
+    the time to write it (it writes right after taking the lock)."""
+    for attempt in range(25 if settle else 1):
+        if attempt:
+            time.sleep(0.02)
+        if handle.seekable():
+            handle.seek(0)
+        try:
+            holder = json.loads(handle.read() or "{}")
+        except json.JSONDecodeError:
+            holder = {}
+        if isinstance(holder, dict) and holder:
+            return holder
+    return {}
 
 
 def _is_parent_stage_kernel(holder: dict[str, Any]) -> bool:

@@ -4,7 +4,10 @@ A stage store holds one line per finished call. The latest line for a key wins, 
 resumed run appends instead of rewriting. A process killed mid-write leaves at most a torn
 last line: it is dropped (that call was still in flight) and redone; a complete last
 record that only lacks its newline is kept and the newline added. Everything written
-passes through the secret filter (values of the run's key variables).
+passes through the secret filter (values of the run's key variables), and every file gets
+the mode any tool's new file gets, ``0666`` less the umask, so a lab's shared results
+directory is readable as its umask intends (an atomic write's temporary file is made
+``0600``, and its mode would survive the rename).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,7 +27,38 @@ from evalnb.core.redaction import redact_values
 def write_json(path: Path, value: Any, *, indent: int | None = 2) -> None:
     """Write whole or not at all: a reader never sees half a file. ``indent=None`` for large
     files read by programs (about five times faster to write: json's C encoder)."""
-    write_text(path, json.dumps(value, indent=indent, ensure_ascii=False, default=str) + "\n")
+    write_text(path, json_text(value, indent))
+
+
+def json_text(value: Any, indent: int | None = 2) -> str:
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=str) + "\n"
+
+
+def json_unchanged(path: Path, value: Any) -> bool:
+    """True when ``path`` holds exactly what :func:`write_json` would write for ``value``."""
+    try:
+        return path.read_text("utf-8") == redact_values(json_text(value))
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+_umask_lock = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process's umask, read without changing it (Linux: ``/proc/self/status``); elsewhere
+    set and put back at once, under a lock, so no thread of this process writes between."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _umask_lock:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
 
 def write_text(path: Path, text: str) -> None:
@@ -33,6 +68,8 @@ def write_text(path: Path, text: str) -> None:
     # A unique temporary name: two writers never share (or remove) each other's file.
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        if hasattr(os, "fchmod"):   # not on Windows before Python 3.13 (no umask there)
+            os.fchmod(fd, 0o666 & ~current_umask())   # as open() would have made it
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)

@@ -14,7 +14,7 @@ import asyncio
 import collections
 import concurrent.futures
 import random
-import sys
+import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict
@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from evalnb.providers.pacing import PacedProvider, Pacer
+from evalnb.core.progress import progress_bar
 from evalnb.providers.base import Completion, Provider
 from evalnb.core.records import JsonlStore
 from evalnb.core.redaction import redact
@@ -104,7 +105,7 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
     pending = sum(len(q) for q in queues.values())
     statuses: collections.Counter[str] = collections.Counter()
     rng = random.Random()
-    bar = tqdm(total=pending, desc=desc, file=sys.stderr, mininterval=1.0, disable=pending == 0)
+    bar = progress_bar(total=pending, desc=desc, disable=pending == 0)
     in_flight = asyncio.Semaphore(concurrency)
 
     async def worker(endpoint: str) -> None:
@@ -153,18 +154,47 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine to the end, from plain Python or from inside a running event loop.
 
     Jupyter runs cells inside an event loop, where ``asyncio.run`` is refused; there the
-    coroutine gets a loop of its own in a worker thread.
+    coroutine gets a loop of its own in a worker thread. An interrupt (Kernel > Interrupt
+    Kernel) reaches only the cell's thread: it cancels the coroutine in the worker and waits
+    for it to unwind (calls in flight are dropped, to be redone on a resume), so that nothing
+    is written once the stage has raised and let go of the run directory.
     """
-    def run() -> T:
+    def run(coroutine: Coroutine[Any, Any, T]) -> T:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            return runner.run(make())
+            return runner.run(coroutine)
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return run()
+        return run(make())
+    started: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = []
+    interrupted = threading.Event()
+
+    async def cancellable() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        started.append((asyncio.get_running_loop(), task))
+        if interrupted.is_set():
+            raise asyncio.CancelledError
+        return await make()
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(run).result()
+        future = pool.submit(run, cancellable())
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            interrupted.set()
+            for loop, task in started:
+                try:
+                    loop.call_soon_threadsafe(task.cancel)
+                except RuntimeError:   # the loop has just finished
+                    pass
+            while not future.done():
+                try:
+                    concurrent.futures.wait([future])
+                except KeyboardInterrupt:   # a second interrupt: the first is still unwinding
+                    continue
+            raise
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

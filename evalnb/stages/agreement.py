@@ -12,6 +12,7 @@ import pandas as pd
 
 from evalnb.stages.compare import Comparison
 from evalnb.stages.evidence import TitledTables
+from evalnb.core.tables import readable
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -28,7 +29,7 @@ def judge_means(cmp: Comparison) -> pd.DataFrame:
     table = verdict_table(cmp)
     out = table.groupby(["model", "judge"])["score"].agg(["count", "mean"]) if len(table) else pd.DataFrame()
     cmp.tables["judge_means"] = out
-    return out
+    return readable(out)
 
 
 def pairwise(scores: pd.DataFrame, threshold: float) -> list[dict[str, Any]]:
@@ -55,14 +56,14 @@ def judge_agreement(cmp: Comparison) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=["model", "judge_a", "judge_b", "n", "pearson_r", "mean_abs_diff",
                                       "share_over_threshold"])
     cmp.tables["judge_agreement"] = out
-    return out
+    return readable(out)
 
 
 def disagreements(cmp: Comparison) -> pd.DataFrame:
     """The items whose judges disagree most, with where to find their evidence."""
     table = verdict_table(cmp)
     if not len(table):
-        return pd.DataFrame(columns=["model", "item", "spread", "scores", "record"])
+        return readable(pd.DataFrame(columns=["model", "item", "spread", "scores", "record"]))
     dirs = {run.label: run.dir for run in cmp.runs}
     spread = table.groupby(["model", "item"])["score"].agg(lambda s: s.max() - s.min()).rename("spread")
     scores = table.groupby(["model", "item"]).apply(
@@ -71,7 +72,7 @@ def disagreements(cmp: Comparison) -> pd.DataFrame:
     out["record"] = [f"{dirs[m] / 'scores.json'}#{item}" for m, item in zip(out.model, out["item"])]
     out["show"] = [f"evalnb show {dirs[m]} {item}" for m, item in zip(out.model, out["item"])]
     cmp.tables["disagreements"] = out
-    return out.set_index(["model", "item"])
+    return readable(out.set_index(["model", "item"]))
 
 
 # --- the benchmark's own analysis ------------------------------------------------------------------

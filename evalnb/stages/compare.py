@@ -24,6 +24,7 @@ from evalnb.core.types import ItemResults, Metric
 from evalnb.core.errors import ConfigError, FingerprintMismatch
 from evalnb.core.fingerprint import short_json
 from evalnb.core.records import read_json_if_exists, write_json
+from evalnb.core.tables import readable
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -169,7 +170,7 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
     first = headline_metrics(cmp)[0].name
     table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
     cmp.tables["leaderboard"] = table
-    return table
+    return readable(table)
 
 
 def paired_differences(cmp: Comparison) -> pd.DataFrame:
@@ -191,7 +192,7 @@ def paired_differences(cmp: Comparison) -> pd.DataFrame:
                      if excludes else "interval includes 0"})
     table = pd.DataFrame(rows)
     cmp.tables["paired_differences"] = table
-    return table
+    return readable(table)
 
 
 def _attempted_scores(results: ItemResults) -> dict[str, float]:
@@ -210,7 +211,7 @@ def repeats_table(cmp: Comparison) -> pd.DataFrame:
                          **stats.mean_sd(stats.per_repeat(metric, results.values, _strata(results)))})
     table = pd.DataFrame(rows, columns=["model", "number", "mean", "sd", "n"])
     cmp.tables["repeats"] = table
-    return table
+    return readable(table)
 
 
 def ranked(cmp: Comparison) -> pd.DataFrame:

@@ -131,8 +131,10 @@ def evidence_text(item: ItemEvidence, meta: Mapping[str, Any] | None = None) -> 
         if isinstance(section, Fact):
             lines.append(f"{section.label}: {section.value}")
         elif isinstance(section, Passage):
-            text = section.text if section.text is not None else "(none)"
-            lines += ["", f"== {section.label} ({len(text):,} characters) ==", text]
+            if section.text is None:   # nothing came back: no length to give
+                lines += ["", f"== {section.label}: (none) =="]
+            else:
+                lines += ["", f"== {section.label} ({len(section.text):,} characters) ==", section.text]
         else:
             lines += ["", f"== {section.label} ==", _text_table(section)]
     return redact("\n".join(lines)) + "\n"
@@ -211,8 +213,10 @@ def evidence_html(item: ItemEvidence, meta: Mapping[str, Any] | None = None, lim
     for section in item.sections:
         if isinstance(section, Fact):
             parts.append(f"<p><b>{html.escape(section.label)}</b>: {html.escape(section.value)}</p>")
+        elif isinstance(section, Passage) and section.text is None:   # nothing came back: no length
+            parts.append(f"<p><b>{html.escape(section.label)}</b>: (none)</p>")
         elif isinstance(section, Passage):
-            text = section.text if section.text is not None else "(none)"
+            text = section.text or ""
             head, marker, tail = _parts(text, limit)
             shown = html.escape(head) + ("" if marker is None else
                                          f'\n<span class="marker">{html.escape(marker)}</span>\n{html.escape(tail)}')
@@ -280,14 +284,18 @@ class TitledTables:
     empty: str = "None declared."
 
     def _repr_html_(self) -> str:
+        from evalnb.core.tables import table_html   # pandas: not for `evalnb show`
+
         if not self.tables:
             return f"<p>{html.escape(self.empty)}</p>"
         parts = []
         for title, table in self.tables:
             parts.append(f"<h4>{html.escape(title)}</h4>")
-            parts.append(table.to_html(max_rows=200) if len(table) else "<p>(no rows)</p>")
+            parts.append(table_html(table) if len(table) else "<p>(no rows)</p>")
         return redact("".join(parts))
 
     def __repr__(self) -> str:
-        return "\n\n".join(f"{title}\n{table.to_string() if len(table) else '(no rows)'}"
+        from evalnb.core.tables import table_text   # pandas: not for `evalnb show`
+
+        return "\n\n".join(f"{title}\n{table_text(table) if len(table) else '(no rows)'}"
                            for title, table in self.tables) or self.empty

@@ -2,17 +2,19 @@
 
 Each stage notebook calls one of these functions per cell. A stage reads what earlier
 stages stored in the run directory and appends its own records, so any stage can be
-re-run, and a re-run resumes.
+re-run, and a re-run resumes. A stage holds the run directory (:mod:`evalnb.core.lock`) while it
+makes calls and writes, and says in one line what it did (:mod:`evalnb.stages.stage_outcome`).
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 
 from evalnb import config as cfg
@@ -27,11 +29,14 @@ from evalnb.core.redaction import register_secret_values
 from evalnb.core.fingerprint import check_or_record, fingerprint
 from evalnb.core.manifest import store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
-from evalnb.core.records import JsonlStore, read_json_if_exists, write_json
+from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, write_json
 from evalnb.core.types import CALL_STAGES, Call, Record
 from evalnb.execution import run_stage_calls
+from evalnb.execution.batch.journal import in_flight
 from evalnb.execution.batch.views import stage_manifest
 from evalnb.execution.runner import run_blocking
+from evalnb.core.progress import say
+from evalnb.stages.stage_outcome import outcome_line
 
 if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
     import pandas as pd
@@ -50,7 +55,8 @@ class Run:
     lock: RunLock | None = None
 
     def close(self) -> None:
-        """Let another process run this directory (the lock is also freed when this one exits)."""
+        """Let another process run this directory, if this one holds it for good (``evalnb
+        run``; a stage holds it only while it runs). The lock is also freed at exit."""
         if self.lock is not None:
             self.lock.release()
             self.lock = None
@@ -65,6 +71,8 @@ class Run:
     def summary(self) -> pd.DataFrame:
         import pandas as pd
 
+        from evalnb.core.tables import readable
+
         c = self.config
         rows = [("benchmark", c.benchmark), ("run directory", str(self.dir)),
                 ("tasks", len(self.tasks)), ("model", f"{c.model.provider}:{c.model.name}"),
@@ -73,7 +81,7 @@ class Run:
         if c.offline:
             rows.append(("label", OFFLINE_LABEL))
         rows += [("warning", w) for w in self.warnings]
-        return pd.DataFrame(rows, columns=["", "value"]).set_index("")
+        return readable(pd.DataFrame(rows, columns=["", "value"]).set_index(""))
 
 
 def load_config(source: str | Path | Mapping[str, Any], sets: Sequence[str] = ()
@@ -106,7 +114,7 @@ def make_benchmark(config: RunConfig, bench: type[Benchmark]) -> Benchmark:
 
 
 def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *,
-             require_keys: bool = False, prefetch_sdks: bool = True) -> Run:
+             require_keys: bool = False, prefetch_sdks: bool = True, hold_lock: bool = False) -> Run:
     """Check parameters and data, then create or resume the run directory.
 
     Everything is validated before anything is written (with ``require_keys``, that every
@@ -114,6 +122,11 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     fingerprint is refused (reading 11). Meanwhile the endpoints' SDKs are imported in the
     background (``prefetch_sdks=False`` in a process that makes no call: ``evalnb run``,
     whose kernel makes them).
+
+    The run directory is held only while ``fingerprint.json`` and ``config.json`` are written,
+    and only when they change (a new run, or other settings), so a notebook that only reads
+    (the report, while another tab judges) is never refused. ``hold_lock``: hold it until
+    :meth:`Run.close` (``evalnb run``, for the whole command).
     """
     config, bench = load_config(source, sets)
     if prefetch_sdks:
@@ -127,12 +140,39 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
         benchmark.check_documents()   # a stage kernel's evalnb checked them moments ago
     run = Run(config, benchmark, benchmark.tasks, fingerprint(benchmark.fingerprint_parts()), warnings)
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
-    run.lock = lock.acquire(run.dir)   # the first write: refused if another process runs here
-    check_or_record(run.path("fingerprint.json"), run.fingerprint)
-    write_json(run.path("config.json"), config.to_dict())
+    if hold_lock:
+        run.lock = lock.acquire(run.dir, "evalnb run")   # refused if another process runs here
+    _record_run(run)
     for warning in warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
     return run
+
+
+def _record_run(run: Run) -> None:
+    """fingerprint.json (or the refusal of a different one) and config.json, written under
+    the lock when either changes."""
+    recorded = read_json_if_exists(run.path("fingerprint.json"))
+    if recorded is not None:
+        check_or_record(run.path("fingerprint.json"), run.fingerprint)   # refuses, never writes
+        if json_unchanged(run.path("config.json"), run.config.to_dict()):
+            return
+    with lock.holding(run.dir, "evalnb.open_run"):
+        check_or_record(run.path("fingerprint.json"), run.fingerprint)
+        write_json(run.path("config.json"), run.config.to_dict())
+
+
+StageFunction = TypeVar("StageFunction", bound=Callable[[Run], Any])
+
+
+def _writes(doing: str) -> Callable[[StageFunction], StageFunction]:
+    """A stage function that holds the run directory while it runs (:func:`evalnb.core.lock.holding`)."""
+    def wrap(stage: StageFunction) -> StageFunction:
+        @functools.wraps(stage)
+        def holding(run: Run) -> Any:
+            with lock.holding(run.dir, doing):
+                return stage(run)
+        return cast(StageFunction, holding)
+    return wrap
 
 
 def check_keys(config: RunConfig, model: bool = True) -> None:
@@ -155,11 +195,19 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
     store = JsonlStore(run.path(f"{name}.jsonl"))
     counts = run_blocking(lambda: run_stage_calls(calls, endpoints, store, run.dir, policy=run.config.retry,
                                                   concurrency=run.config.concurrency, done=done, stage=name))
+    say(outcome_line(name, len(calls), counts, _calls_in_flight(run, name)))
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir), stages={name: {
         "started_at": started, "finished_at": utc_now(), "calls": len(calls),
         "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}},
         routes=routes(run, stage_records(run)))
     return counts
+
+
+def _calls_in_flight(run: Run, name: str) -> int:
+    """Calls of this stage still in batches in flight (batch mode; else 0)."""
+    if not run.path("batches.jsonl").exists():
+        return 0
+    return sum(e["calls"] for e in in_flight(run.dir) if e["stage"] == name)
 
 
 def _batch_manifest(run: Run, name: str, endpoints: Mapping[str, EndpointConfig]) -> dict[str, Any]:
@@ -182,6 +230,7 @@ def judgements(run: Run) -> dict[str, Record]:
     return JsonlStore(run.path("judge.jsonl")).load()
 
 
+@_writes("evalnb.generate")
 def generate(run: Run) -> pd.DataFrame:
     """Stage 1: the contestant answers every task not already answered."""
     for label, value in run.benchmark.summary_rows():   # whole, where the summary table shortens it
@@ -193,21 +242,29 @@ def generate(run: Run) -> pd.DataFrame:
     return status_table(run)
 
 
+@_writes("evalnb.judge")
 def judge(run: Run) -> pd.DataFrame:
     """Stage 2: every configured judge grades every answer it has not yet graded."""
     calls = run.benchmark.judge_calls(responses(run))
     _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
-    return judge_status_table(judgements(run).values())
+    return judge_status_table(judgements(run).values(), judge_names(run))
 
 
-def judge_status_table(records: Iterable[Record]) -> pd.DataFrame:
-    """Judge calls by judge and status: what the judge stage shows."""
+def judge_status_table(records: Iterable[Record], names: Mapping[str, str]) -> pd.DataFrame:
+    """Judge calls by judge and status: what the judge stage shows, each judge named by
+    ``names`` (its role and model, :func:`judge_names`)."""
     import pandas as pd
 
+    from evalnb.core.tables import readable
+
     table = Counter((r.get("judge", r["endpoint"]), r["status"]) for r in records)
-    return (pd.DataFrame([(j, s, n) for (j, s), n in sorted(table.items())],
-                         columns=["judge", "status", "calls"]) if table
-            else pd.DataFrame(columns=["judge", "status", "calls"]))
+    return readable(pd.DataFrame([(names.get(str(j), j), s, n) for (j, s), n in sorted(table.items())],
+                                 columns=["judge", "status", "calls"]))
+
+
+def judge_names(run: Run) -> dict[str, str]:
+    """``judge1`` -> ``judge1 (openai:gpt-x)``: a judge as its role and its model."""
+    return {role: f"{role} ({e.provider}:{e.name})" for role, e in run.config.judge_roles()}
 
 
 def write_responses(run: Run) -> None:
@@ -229,8 +286,10 @@ def write_responses(run: Run) -> None:
 def status_table(run: Run) -> pd.DataFrame:
     import pandas as pd
 
+    from evalnb.core.tables import readable
+
     counts = Counter(r["status"] for r in read_json_if_exists(run.path("responses.json"))["records"])
-    return pd.DataFrame(sorted(counts.items()), columns=["status", "tasks"]).set_index("status")
+    return readable(pd.DataFrame(sorted(counts.items()), columns=["status", "tasks"]).set_index("status"))
 
 
 # --- aggregation ------------------------------------------------------------------------------
@@ -247,6 +306,7 @@ def routes(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, An
                    "as_returned": sorted(returned.get(role, ()))} for role, e in endpoints.items()}
 
 
+@_writes("evalnb.aggregate")
 def aggregate(run: Run) -> pd.DataFrame:
     """Stage 3: scores.json and status.json. Incomplete runs keep ``overall`` null.
 
@@ -308,5 +368,7 @@ def headline_table(scores: Mapping[str, Any]) -> pd.DataFrame:
     """Every metric the benchmark declares, headline metrics first, each with its interval."""
     import pandas as pd
 
+    from evalnb.core.tables import readable
+
     columns = ["metric", "label", "headline", "value", "ci_low", "ci_high", "n"]
-    return pd.DataFrame(metric_rows(scores), columns=columns).set_index("metric")
+    return readable(pd.DataFrame(metric_rows(scores), columns=columns).set_index("metric"))

@@ -21,6 +21,7 @@ from evalnb.benchmarks import Benchmark
 from evalnb.stages.evidence import TasksView, TitledTables, tasks_view
 from evalnb.stages.pipeline import Run, headline_table
 from evalnb.core.records import read_json_if_exists
+from evalnb.core.tables import readable
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -48,8 +49,8 @@ def status_breakdown(run: Run) -> pd.DataFrame:
     counts = Counter(row["status"] for row in scores(run)["tasks"])
     rows = [(s, counts.get(s, 0)) for s in statuses] + [(s, n) for s, n in counts.items() if s not in statuses]
     total = sum(n for _, n in rows)
-    return pd.DataFrame([(s, n, n / total if total else 0.0) for s, n in rows],
-                        columns=["status", "tasks", "share"]).set_index("status")
+    return readable(pd.DataFrame([(s, n, n / total if total else 0.0) for s, n in rows],
+                                 columns=["status", "tasks", "share"]).set_index("status"))
 
 
 def usage_table(run: Run) -> pd.DataFrame:
@@ -59,7 +60,7 @@ def usage_table(run: Run) -> pd.DataFrame:
     if any("batch_calls" in r for r in rows):   # batch mode: how many calls, at which price
         columns[3:3] = ["batch_calls"]
         columns.append("batch_price")
-    return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
+    return readable(pd.DataFrame(rows, columns=columns).set_index(["stage", "model"]))
 
 
 def _save(run: Run, fig: ReportFigure, name: str) -> ReportFigure:
@@ -113,7 +114,7 @@ def judge_distributions(run: Run) -> ReportFigure:
 
 def breakdown(run: Run) -> pd.DataFrame:
     """The benchmark's own breakdown table."""
-    return _bench(run).breakdown(scores(run))
+    return readable(_bench(run).breakdown(scores(run)))
 
 
 def benchmark_figure(run: Run) -> ReportFigure:

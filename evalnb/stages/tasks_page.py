@@ -82,11 +82,14 @@ _JS = r"""
         var p = el("div", "fact"); p.appendChild(el("b", "", sec.label + ": ")); p.appendChild(document.createTextNode(sec.value));
         box.appendChild(p);
       } else if (sec.kind === "passage") {
-        var text = sec.text === null ? "(none)" : sec.text;
+        if (sec.text === null) {  // nothing came back: no length, no empty box
+          var none = el("div", "fact"); none.appendChild(el("b", "", sec.label + ": ")); none.appendChild(document.createTextNode("(none)"));
+          box.appendChild(none); return;
+        }
         var d = el("details", "passage"); d.open = !sec.collapsed;
         var sum = el("summary"); sum.appendChild(el("b", "", sec.label));
-        sum.appendChild(document.createTextNode(" (" + text.length.toLocaleString("en") + " characters)"));
-        d.appendChild(sum); d.appendChild(el("pre", "", text)); box.appendChild(d);
+        sum.appendChild(document.createTextNode(" (" + sec.text.length.toLocaleString("en") + " characters)"));
+        d.appendChild(sum); d.appendChild(el("pre", "", sec.text)); box.appendChild(d);
       } else if (sec.kind === "table") {
         box.appendChild(el("div", "table-label", sec.label));
         var t = el("table", "evidence-table"), head = el("tr");

@@ -39,6 +39,7 @@ from evalnb.execution.batch.journal import CALLS_DIR, Entry, Journal
 from evalnb.core.run_config import EndpointConfig
 from evalnb.core.manifest import utc_now
 from evalnb.providers import BATCH_PROVIDERS, make_provider
+from evalnb.core.progress import progress_bar
 from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
 from evalnb.core.records import JsonlStore
 from evalnb.core.redaction import redact
@@ -160,7 +161,7 @@ class StageBatches:
     def progress(self, bar: tqdm | None, flight: list[Entry], interval: float) -> tqdm:
         waiting = sum(e["calls"] for e in flight)
         if bar is None:
-            bar = tqdm(total=waiting, desc=f"{self.stage}: batches", unit="call", file=sys.stderr)
+            bar = progress_bar(total=waiting, desc=f"{self.stage}: batches", unit="call", mininterval=0.1)
         bar.total = max(bar.total or 0, bar.n + waiting)
         bar.n = bar.total - waiting
         bar.set_postfix_str(f"{len(flight)} batch(es) running, next poll in {interval:g}s", refresh=True)

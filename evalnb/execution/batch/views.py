@@ -90,10 +90,12 @@ def batches_table(run: Any) -> pd.DataFrame:
     calls, submit and finish times, and the statuses its results were recorded with."""
     import pandas as pd
 
+    from evalnb.core.tables import readable
+
     rows = []
     for entry in read_only(run.dir):
         row = {c: entry.get(c) for c in COLUMNS}
         results = entry.get("results")
         row["results"] = ", ".join(f"{k}: {v}" for k, v in results.items()) if results else None
         rows.append(row)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return readable(pd.DataFrame(rows, columns=COLUMNS))

@@ -1,0 +1,67 @@
+"""Progress bars that look like progress where they are seen.
+
+In a terminal: tqdm's bar on stderr, as any tool draws it. In a Jupyter kernel (JupyterLab,
+papermill, nbclient) tqdm's text bar goes to stderr too, which JupyterLab draws in its error
+colour, and its widget bar needs ipywidgets (not a dependency) and leaves widget state that
+an executed record shows as ``HBox(children=...)``. There the bar is instead one line of plain
+output (``text/plain`` display data) updated in place through its display id: JupyterLab
+redraws it as it advances, and an executed record (nbclient applies the updates) keeps only
+its final line.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from tqdm import tqdm
+
+from evalnb.core import frontend
+
+NOTEBOOK_COLUMNS = 100   # the bar's line in a notebook (no terminal to measure)
+
+
+def say(line: str) -> None:
+    """A line about what evalnb did: plain output in a notebook (stderr there is drawn as an
+    error), stderr elsewhere (a script's stdout stays its own)."""
+    print(line, file=sys.stdout if frontend.in_kernel() else sys.stderr, flush=True)
+
+
+def progress_bar(*, total: int, desc: str, unit: str = "it", mininterval: float = 1.0,
+                 disable: bool = False) -> tqdm:
+    """A bar for ``total`` steps: :class:`NotebookBar` in a Jupyter kernel, else tqdm on stderr."""
+    if frontend.in_kernel() and not disable:
+        return NotebookBar(total=total, desc=desc, unit=unit, mininterval=mininterval)
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=mininterval, disable=disable)
+
+
+class NotebookBar(tqdm):
+    """tqdm's text bar as one updated line of a cell's output."""
+
+    # No monitor thread: a redraw from a thread the cell did not start could reach another cell.
+    monitor_interval = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._handle: Any = None
+        kwargs.update(gui=True, ncols=NOTEBOOK_COLUMNS)   # gui: tqdm itself writes nothing
+        super().__init__(*args, **kwargs)
+        if not self.disable:
+            self.display()
+
+    def display(self, msg: str | None = None, pos: int | None = None) -> None:  # type: ignore[override]
+        from IPython.display import display
+
+        data = {"text/plain": msg or self.format_meter(**self.format_dict)}
+        if self._handle is None:
+            self._handle = display(data, raw=True, display_id=True)
+        else:
+            self._handle.update(data, raw=True)
+
+    def close(self) -> None:
+        if self.disable:
+            return
+        super().close()   # sets disable; draws nothing in gui mode
+        self.display()    # the final state, drawn even when the last update was not
+
+    def clear(self, *args: Any, **kwargs: Any) -> None:
+        pass
