@@ -67,7 +67,7 @@ def make_provider(endpoint: EndpointConfig) -> Provider | None:
     from evalnb.providers.pacing import ARRIVAL_BOUND_SECONDS, PacedProvider, Pacer, RateLimit
     e = endpoint
     shared = QuotaLedger(endpoint_identity(e.provider, e.base_url, e.name, e.api_key_env))
-    return PacedProvider(provider, Pacer(RateLimit(**e.rate_limit), name=e.role, shared=shared,
+    return PacedProvider(provider, Pacer(RateLimit(**endpoint.rate_limit), name=e.role, shared=shared,
                                          arrival_bound=ARRIVAL_BOUND_SECONDS))
 
 
