@@ -88,6 +88,10 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
     finally:
         run.close()
     waiting = _batches_waiting(run.dir)
+    from evalnb.execution.budget import refusal_line   # the spending ceiling stopped a stage
+    if not failed and (stop := refusal_line(run.dir, os.environ.get(TOKEN_ENV, ""))):
+        print(f"evalnb: {stop}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     if failed or "aggregate" not in stages:
         if not failed and waiting:
             print(f"evalnb: {waiting}", file=sys.stderr)

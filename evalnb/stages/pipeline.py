@@ -29,6 +29,7 @@ from evalnb.core.manifest import update_manifest, utc_now
 from evalnb.providers import make_provider, prefetch
 from evalnb.providers.base import Provider
 from evalnb.core.records import JsonlStore, read_json_if_exists, write_json
+from evalnb.execution.budget import Budget, budget_summary
 from evalnb.execution.runner import Call, Record, run_blocking, run_calls
 
 if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
@@ -148,11 +149,12 @@ async def _run_stage(calls: Sequence[Call], endpoints: Mapping[str, EndpointConf
                      store: JsonlStore, run: Run, *, done: Any, desc: str) -> Counter[str]:
     # Clients are made inside the event loop that uses them, and closed with it.
     pool: dict[str, Provider] = {}
+    budget = Budget.open(run.config)   # the spending ceiling, with what the records say is spent
     try:
         for role, endpoint in endpoints.items():
             provider = make_provider(endpoint)
             if provider is not None:
-                pool[role] = provider
+                pool[role] = budget.wrap(role, provider) if budget else provider
         if any(e.mode == "batch" for e in endpoints.values()) or run.path("batches.jsonl").exists():
             from evalnb.execution.batch.engine import run_stage   # batch mode, or batches still in flight
             return await run_stage(calls, pool, endpoints, store, run, done=done, desc=desc)
@@ -265,6 +267,7 @@ def aggregate(run: Run) -> pd.DataFrame:
         **body,   # a benchmark may label its own approximations (offline: true, label)
         "fingerprint": run.fingerprint,
         "usage": usage_by_stage(run.config, stores),
+        **({"budget": spend} if (spend := budget_summary(run.config)) else {}),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
         "updated_at": utc_now(),
@@ -275,7 +278,7 @@ def aggregate(run: Run) -> pd.DataFrame:
         "resumable": body.get("resumable", {}), "updated_at": scores["updated_at"]})
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
                     complete=body["complete"], routes=routes(run, stores),
-                    usage=scores["usage"])
+                    usage=scores["usage"], **({"budget": scores["budget"]} if "budget" in scores else {}))
     write_evidence(run, stores, scores)
     return headline_table(scores)
 
