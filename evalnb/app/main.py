@@ -126,7 +126,12 @@ def status_command(run_dir: Path) -> int:
 
     if not run_dir.is_dir():
         raise ConfigError(f"status: {run_dir} is not a directory")
-    print(status_text(run_dir.resolve()))
+    from evalnb.app.suite_state import SUITE_JSON, status_text as suite_status
+    from evalnb.execution.budget import status_lines
+    if (run_dir / SUITE_JSON).exists():   # a suite directory (evalnb suite)
+        print(suite_status(run_dir.resolve()))
+        return EXIT_OK
+    print("\n".join([status_text(run_dir.resolve()), *status_lines(run_dir.resolve())]))
     return EXIT_OK
 
 
@@ -215,6 +220,11 @@ def redact_notebook(notebook: Path) -> None:
 def estimate_command(params: Path, sets: Sequence[str]) -> int:
     """What a run will call and spend, making no call and writing nothing."""
     import pandas as pd
+
+    from evalnb.app.suite_config import is_suite_file
+    if is_suite_file(params):   # a suite: its contestants' estimates summed (evalnb.app.suite_estimate)
+        from evalnb.app.suite_estimate import estimate_suite
+        return estimate_suite(params, sets)
 
     from evalnb.stages.accounting import estimate, minimum_run_minutes
     from evalnb.stages.pipeline import load_config, make_benchmark
@@ -402,6 +412,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmp_p.add_argument("--n-boot", type=int, dest="n_boot")
     cmp_p.add_argument("--seed", type=int)
     cmp_p.add_argument("--threshold", type=float, help="judges disagree above this difference (0.2)")
+    suite_p = sub.add_parser("suite", help="run (or resume) every contestant of a suite file, then its leaderboard")
+    suite_p.add_argument("suite_file", type=Path)
+    suite_p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                         help="override a shared parameter of the suite (dotted keys, YAML values); repeatable")
     status_p = sub.add_parser("status", help="a run's state and its batches (batch mode), read from the run "
                                              "directory without touching anything")
     status_p.add_argument("run_dir", type=Path)
@@ -434,6 +448,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    {"n_boot": args.n_boot, "seed": args.seed, "threshold": args.threshold})
         if args.command == "status":
             return status_command(args.run_dir)
+        if args.command == "suite":
+            from evalnb.app.suite import suite_command
+            return suite_command(args.suite_file, args.sets)
         if args.command == "show":
             return show_command(args.run_dir, args.item_id)
         if args.command == "render":

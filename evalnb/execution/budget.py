@@ -330,6 +330,49 @@ def refusal_line(run_dir: Path, token: str) -> str | None:
     return None
 
 
+def open_shared_ledger(path: Path, max_usd: float, run_dirs: list[Path]) -> None:
+    """A suite's ledger before its runs start: what each of its runs has spent, from the records."""
+    with locked_json(path).transaction() as data:
+        _settle_the_dead(data)
+        runs = data.setdefault("runs", {})
+        for run_dir in run_dirs:
+            runs.setdefault(str(run_dir), {})["spent_usd"] = run_spend(run_dir) if (run_dir / "config.json").exists() \
+                else 0.0
+        data["max_cost_usd"] = max_usd
+
+
+def refusals_since(path: Path, since: str) -> list[str]:
+    """The ceiling's refusals recorded at or after ``since`` (an ISO time), read only."""
+    stopped = (_read_json(path) or {}).get("stopped") or {}
+    return [entry["line"] for entry in stopped.values() if entry.get("at", "") >= since]
+
+
+def ledger_totals(path: Path) -> dict[str, float]:
+    """A ceiling's ledger as it stands (read only): spent, in doubt and reserved over its runs."""
+    spent, doubt, reserved = _totals(_read_json(path) or {})
+    return {"spent_usd": spent, "in_doubt_usd": doubt, "reserved_usd": reserved}
+
+
+def status_lines(run_dir: Path) -> list[str]:
+    """`evalnb status RUN_DIR`: spend against each of the run's ceilings, read from disk only."""
+    config = _read_json(run_dir / "config.json") or {}
+    budget = config.get("budget") or {}
+    ledgers = ([("run", budget["max_cost_usd"], run_dir / LEDGER_NAME)] if "max_cost_usd" in budget else []) + \
+        ([(f"suite {budget['suite']['name']}", budget["suite"]["max_cost_usd"], Path(budget["suite"]["ledger"]))]
+         if "suite" in budget else [])
+    lines = []
+    for scope, ceiling, path in ledgers:
+        data = _read_json(path) or {}
+        mine = data.get("runs", {}).get(str(run_dir), {})
+        spent, doubt, reserved = (run_spend(run_dir, config), mine.get("in_doubt_usd", 0.0), 0.0) \
+            if scope == "run" else _totals(data)
+        stopped = (data.get("stopped") or {}).get(str(run_dir))
+        lines.append(f"budget ({scope}): ${spent:.4f} spent of ${ceiling:.4f}"
+                     + (f", ${doubt:.4f} in doubt" if doubt else "") + (f", ${reserved:.4f} reserved" if reserved else "")
+                     + (f"; last stopped {stopped['at']}: {stopped['line']}" if stopped else ""))
+    return lines
+
+
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text("utf-8"))
