@@ -208,3 +208,44 @@ def test_a_killed_run_remembers_its_spend_exits_2_then_0_when_raised(
         assert main(["run", str(path), "--set", "budget.max_cost_usd=50"]) == 0
         assert numbers(run_dir) == numbers(Path(reference["output_dir"]))
         assert math.isclose(spend_of(run_dir)["max_cost_usd"], 50)
+
+
+def test_batches_are_reserved_at_the_batch_price_until_collected(tmp_path: Path) -> None:
+    """Batch mode: each call reserved at half the price when it goes into a batch, the batch's
+    reservation kept in its journal while it is in flight; collected, it is spent at the batch
+    price; what no longer fits is never submitted and stays resumable."""
+    from evalnb.execution.batch import WAIT_ENV
+    from evalnb.execution.batch.journal import read_only
+    from tests.fakebatch import FakeBatches
+
+    ceiling = 0.08   # a call may cost up to about $0.047 at the batch price, and costs about $0.005
+    with FakeLLMServer() as server:
+        server.responder = deterministic_responder
+        batches = FakeBatches(server)
+        params = priced(openai_params(tmp_path, server.url), ceiling)
+        params["model"]["mode"] = "batch"
+        params["judges"] = [{"provider": "offline", "name": "rubric-overlap"}] * 3   # free
+        import os
+        os.environ[WAIT_ENV] = "0"   # poll until every batch has ended, without pausing
+        try:
+            run = evalnb.open_run(params)
+            evalnb.generate(run)
+            evalnb.aggregate(run)
+            run.close()
+        finally:
+            del os.environ[WAIT_ENV]
+        entries = read_only(run.dir)
+        assert entries and all(e["state"] == "collected" for e in entries)
+        assert len(batches.created) == len(entries) > 1
+        spent = 0.0
+        for entry, batch in zip(entries, batches.created):   # in submission order
+            half = [upper_bound(request) / 2 for _, request in batch.items]
+            assert entry["reserved_usd"] == pytest.approx(sum(half))
+            assert spent + sum(half) <= ceiling + 1e-9   # each batch fitted what was spent before it
+            for result in batch.results:
+                usage = result["response"]["body"]["usage"]
+                spent += (usage["prompt_tokens"] + usage["completion_tokens"]) * PRICE / 2 / 1e6
+        assert len(batches.requests) < 11   # the ceiling held some calls back
+        assert spend_of(run.dir)["spent_usd"] == pytest.approx(spent)
+        assert spend_of(run.dir)["stopped"] is not None
+        assert json.loads(run.path("status.json").read_text())["state"] == "incomplete"

@@ -39,6 +39,7 @@ from evalnb.config import RunConfig
 from evalnb.core.lock import TOKEN_ENV
 from evalnb.core.manifest import utc_now
 from evalnb.execution.batch import batch_price
+from evalnb.execution.batch.journal import IN_FLIGHT, read_only
 from evalnb.providers.base import ChatRequest, Completion, Provider
 from evalnb.providers.ledger import LockedJson, locked_json
 from evalnb.providers.retry import NotSent, as_provider_error, failed_attempt_usage, request_input_tokens
@@ -141,10 +142,16 @@ def _settle_the_dead(data: dict[str, Any]) -> None:
 
 
 def _totals(data: Mapping[str, Any]) -> tuple[float, float, float]:
-    """(spent, in doubt, reserved) over every run of the ledger."""
+    """(spent, in doubt, reserved) over every run of the ledger; reserved: calls in flight and
+    batches in flight (submitted, not yet collected)."""
     runs = data.get("runs", {}).values()
     return (sum(r.get("spent_usd", 0.0) for r in runs), sum(r.get("in_doubt_usd", 0.0) for r in runs),
-            sum(h["usd"] for h in data.get("held", {}).values()))
+            sum(h["usd"] for h in data.get("held", {}).values()) + sum(r.get("batch_usd", 0.0) for r in runs))
+
+
+def batches_reserved(run_dir: Path) -> float:
+    """What the run's batches in flight were reserved at when submitted (their journal says)."""
+    return sum(float(e.get("reserved_usd") or 0.0) for e in read_only(run_dir) if e["state"] in IN_FLIGHT)
 
 
 @dataclass(frozen=True)
@@ -196,13 +203,18 @@ class Budget:
         if not ceilings:
             return None
         budget = cls(config, ceilings)
-        spent = run_spend(config.output_dir, config.to_dict())
-        for ceiling in ceilings:
+        budget.refresh()
+        return budget
+
+    def refresh(self) -> None:
+        """What the records say is spent and the journal says batches hold, into every ledger."""
+        spent = run_spend(self.config.output_dir, self.config.to_dict())
+        batches = batches_reserved(self.config.output_dir)
+        for ceiling in self.ceilings:
             with ceiling.store.transaction() as data:
                 _settle_the_dead(data)
-                data.setdefault("runs", {}).setdefault(budget.run, {})["spent_usd"] = spent
+                data.setdefault("runs", {}).setdefault(self.run, {}).update(spent_usd=spent, batch_usd=batches)
                 data["max_cost_usd"] = ceiling.max_usd
-        return budget
 
     def bound(self, role: str, request: ChatRequest, batch: bool = False) -> float:
         """The call's upper bound: estimated input and the whole output budget, at its price."""
@@ -232,6 +244,21 @@ class Budget:
                 raise refused
             taken.append(ceiling)
         return hold
+
+    def hold_batch(self, role: str, request: ChatRequest) -> float | None:
+        """Reserve a call going into a provider batch, at the batch price, for as long as its
+        batch is in flight (the journal keeps the sum: :func:`batches_reserved`); None: the
+        ceiling refuses it (recorded as for a live call)."""
+        try:
+            hold = self.reserve(role, request, batch=True)
+        except CeilingReached:
+            return None
+        for ceiling in self.ceilings:   # from this process's reservation to the run's batches
+            with ceiling.store.transaction() as data:
+                if data.get("held", {}).pop(hold.key, None) is not None:
+                    run = data.setdefault("runs", {}).setdefault(self.run, {})
+                    run["batch_usd"] = run.get("batch_usd", 0.0) + hold.usd
+        return hold.usd
 
     def settle(self, hold: Hold, cost: float, *, in_doubt: bool = False) -> None:
         """The reservation becomes what the attempt cost (or spending in doubt)."""

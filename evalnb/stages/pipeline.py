@@ -157,7 +157,7 @@ async def _run_stage(calls: Sequence[Call], endpoints: Mapping[str, EndpointConf
                 pool[role] = budget.wrap(role, provider) if budget else provider
         if any(e.mode == "batch" for e in endpoints.values()) or run.path("batches.jsonl").exists():
             from evalnb.execution.batch.engine import run_stage   # batch mode, or batches still in flight
-            return await run_stage(calls, pool, endpoints, store, run, done=done, desc=desc)
+            return await run_stage(calls, pool, endpoints, store, run, done=done, desc=desc, budget=budget)
         return await run_calls(calls, pool, store, run.config.retry, is_done=done, desc=desc,
                                concurrency=run.config.concurrency)
     finally:
