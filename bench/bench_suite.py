@@ -170,6 +170,26 @@ def minimum(arrivals: list[list[Any]], args: Any, parallel: int) -> dict[str, fl
             "answers_s": round(max(g.values()), 2), "verdicts_all_s": round(J, 2)}
 
 
+def judge_figures(arrivals: list[list[Any]], args: Any) -> dict[str, dict[str, float]]:
+    """Each shared judge alone: first to last reply against its own quota-bound minimum (tokens
+    it accepted, its window), and its fullest window: how tightly every process paced it."""
+    sys.path.append(str(REPO))
+    from evalnb.providers.pacing import RateLimit, minimum_seconds
+
+    out = {}
+    for judge in JUDGES:
+        ok = [a for a in arrivals if a[1] == judge and a[3] == 200]
+        if not ok:
+            continue
+        tokens = sum(a[2] for a in ok)
+        least = minimum_seconds(RateLimit(input_tokens_per_minute=args.judge_budget, window_seconds=args.window),
+                                {"input_tokens": tokens}) + args.latency
+        span = max(a[0] for a in ok) + args.latency - min(a[0] for a in ok)
+        out[judge] = {"tokens": tokens, "span_s": round(span, 2), "minimum_s": round(least, 2),
+                      "span_over_minimum": round(span / least, 3)}
+    return out
+
+
 def fullest(arrivals: list[list[Any]], window: float) -> dict[str, int]:
     """Most tokens each model accepted in any window (the server's own log)."""
     out: dict[str, int] = {}
@@ -203,7 +223,8 @@ def one(config: str, work: dict[str, Any], args: Any, tmp: Path, log: Path) -> d
          **bound, "span_over_minimum": round(span / bound["with_parallel_runs_s"], 3) if bound else None,
          "cpu_s": round(m["cpu_s"], 1), "cpu_ms_per_call": round(m["cpu_s"] / max(len(arrivals), 1) * 1000, 2),
          "peak_rss_mb": round(m["peak_rss_mb"]), "procs_at_peak": m["procs_at_peak"],
-         "survivors": m["survivors"], "fullest_window_tokens": fullest(arrivals, args.window)}
+         "survivors": m["survivors"], "fullest_window_tokens": fullest(arrivals, args.window),
+         "judges": judge_figures(arrivals, args), "loadavg": Path("/proc/loadavg").read_text().split()[:3]}
     over = {k: v for k, v in r["fullest_window_tokens"].items()
             if v > (args.judge_budget if k in JUDGES else args.model_budget)}
     print(f"  {config:<10} exits {exits}  wall {r['wall_s']:.1f}s  429s {r['http_429']}  requests {r['requests']}/"
@@ -211,6 +232,9 @@ def one(config: str, work: dict[str, Any], args: Any, tmp: Path, log: Path) -> d
           f"(all at once {bound.get('all_at_once_s')}s)  first request {r['first_request_s']}s  tail {r['tail_s']}s  "
           f"CPU {r['cpu_ms_per_call']:.2f} ms/call  peak RSS {r['peak_rss_mb']} MB"
           + (f"  OVER WINDOW {over}" if over else ""), flush=True)
+    for judge, f in r["judges"].items():
+        print(f"    {judge}: {f['tokens']:,} tokens, first to last reply {f['span_s']}s vs its own quota minimum "
+              f"{f['minimum_s']}s ({f['span_over_minimum']})", flush=True)
     for out in tmp.glob("out-*"):
         shutil.rmtree(out, ignore_errors=True)
     return r
@@ -246,13 +270,14 @@ def report(res: list[dict[str, Any]], args: Any, work: dict[str, Any]) -> list[s
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="60 tasks of 20k-60k characters, 4 s windows")
+    p.add_argument("--quick", action="store_true", help="60 tasks of 20k-60k characters, 4 s windows "
+                   "(150,000 tokens per contestant model, 4,000 per judge)")
     p.add_argument("--tasks", type=int, default=481)
     p.add_argument("--latency", type=float, default=0.2)
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--window", type=float, default=10.0, help="seconds")
     p.add_argument("--model-budget", type=int, default=600_000, help="input tokens per window, each contestant model")
-    p.add_argument("--judge-budget", type=int, default=100_000, help="input tokens per window, each judge")
+    p.add_argument("--judge-budget", type=int, default=20_000, help="input tokens per window, each judge")
     p.add_argument("--configs", nargs="+", default=["suite:4", "suite:8", "separate"],
                    help="suite:P (evalnb suite, parallel_runs P) and/or separate (8 evalnb runs at once)")
     p.add_argument("--seed", type=int, default=20260)
@@ -267,7 +292,7 @@ def main() -> int:
         separate(args.separate[0], args.separate[1:])
         return 0
     if args.quick:
-        args.tasks, args.window, args.model_budget, args.judge_budget = 60, 4.0, 150_000, 20_000
+        args.tasks, args.window, args.model_budget, args.judge_budget = 60, 4.0, 150_000, 4_000
     started, tmp = time.perf_counter(), Path(tempfile.mkdtemp(prefix="evalnb-bench-suite-"))
     log = tmp / "clients.log"
     print(f"bench_suite: {args.configs}; logs in {tmp}", flush=True)

@@ -88,7 +88,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
     finally:
         run.close()
     waiting = _batches_waiting(run.dir)
-    from evalnb.execution.budget import refusal_line   # the spending ceiling stopped a stage
+    from evalnb.execution.budget_views import refusal_line   # the spending ceiling stopped a stage
     if not failed and (stop := refusal_line(run.dir, os.environ.get(TOKEN_ENV, ""))):
         print(f"evalnb: {stop}", file=sys.stderr)
         return EXIT_INCOMPLETE
@@ -127,7 +127,7 @@ def status_command(run_dir: Path) -> int:
     if not run_dir.is_dir():
         raise ConfigError(f"status: {run_dir} is not a directory")
     from evalnb.app.suite_state import SUITE_JSON, status_text as suite_status
-    from evalnb.execution.budget import status_lines
+    from evalnb.execution.budget_views import status_lines
     if (run_dir / SUITE_JSON).exists():   # a suite directory (evalnb suite)
         print(suite_status(run_dir.resolve()))
         return EXIT_OK

@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from evalnb.app.main import compare_command
 from evalnb.app.suite_config import Contestant, Suite, load_suite
 from evalnb.app.suite_state import SUITE_JSON, status_text, suite_record
 from evalnb.core import lock
 from evalnb.core.manifest import utc_now
 from evalnb.core.records import read_json_if_exists, write_json
-from evalnb.execution.budget import ledger_totals, open_shared_ledger, refusals_since
+from evalnb.execution.budget import open_shared_ledger
+from evalnb.execution.budget_views import ledger_totals, refusals_since
 
 EXIT_OK, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2
 LOGS_DIR = "logs"
@@ -133,10 +133,15 @@ def _start(suite: Suite, contestant: Contestant) -> Child:
     start = log.seek(0, os.SEEK_END)
     log.write(f"\n=== evalnb suite {suite.name}: {contestant.name} at {utc_now()}\n".encode())
     log.flush()
-    argv = [sys.executable, "-m", "evalnb.app.suite_child", str(os.getpid()), str(suite.params_file(contestant))]
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    process = _evalnb(["run", str(suite.params_file(contestant))], log)
     print(f"evalnb suite: {contestant.name}: started (log {logs / (contestant.name + '.log')})", file=sys.stderr)
     return Child(contestant, process, log, start)
+
+
+def _evalnb(argv: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
+    """``evalnb ARGV`` in a process of its own that dies with this one (evalnb.app.suite_child)."""
+    return subprocess.Popen([sys.executable, "-m", "evalnb.app.suite_child", str(os.getpid()), *argv],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
 
 def _outcome(child: Child, code: int) -> dict[str, Any]:
@@ -184,8 +189,16 @@ def write_leaderboard(suite: Suite, rows: Mapping[str, Mapping[str, Any]]) -> di
         return {"state": "none", "missing": missing}
     info = {"name": suite.name, "provisional": bool(missing), "complete": [c.name for c in complete],
             "missing": missing}
-    code = compare_command([c.dir for c in complete], out, None, {"suite": info})
+    # `evalnb compare --params` on a file naming the runs, the board and what it is (open_compare's suite=)
+    params = suite.dir / "params" / "leaderboard.json"
+    write_json(params, {"runs": [str(c.dir) for c in complete], "out": str(out), "suite": info})
+    logs = suite.dir / LOGS_DIR
+    logs.mkdir(parents=True, exist_ok=True)
+    with (logs / "leaderboard.log").open("ab") as log:
+        code = _evalnb(["compare", "--params", str(params)], log).wait()
     state = "failed" if code != EXIT_OK else "provisional" if missing else "final"
+    print(f"evalnb suite: leaderboard ({state}) in {out}" + ("" if code == EXIT_OK else
+                                                             f"; see {logs / 'leaderboard.log'}"), file=sys.stderr)
     return {"state": state, "dir": str(out), "runs": info["complete"], "missing": missing}
 
 

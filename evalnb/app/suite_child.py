@@ -1,6 +1,7 @@
-"""One contestant of ``evalnb suite``: ``evalnb run PARAMS`` in a process that dies with the suite.
+"""An ``evalnb`` command that ``evalnb suite`` starts (a contestant's ``run PARAMS``, the
+leaderboard's ``compare --params FILE``) in a process that dies with the suite.
 
-``python -m evalnb.app.suite_child SUITE_PID PARAMS``. The OS is asked to SIGKILL this process
+``python -m evalnb.app.suite_child SUITE_PID COMMAND ARGS...``. The OS is asked to SIGKILL this process
 when its parent dies (``PR_SET_PDEATHSIG``, :func:`evalnb.core.lock.die_with_parent`; the
 request survives the exec of this interpreter), and the run's kernel dies with this process
 in turn, so a SIGKILL of the suite alone stops every run it started. A parent that died before
@@ -17,11 +18,11 @@ from evalnb.core.lock import die_with_parent
 
 
 def start() -> None:
-    parent, params = int(sys.argv[1]), sys.argv[2]
+    parent, argv = int(sys.argv[1]), sys.argv[2:]
     die_with_parent()
     if os.getppid() != parent:
         os._exit(1)
-    sys.argv = ["evalnb", "run", params]
+    sys.argv = ["evalnb", *argv]
     command()
 
 

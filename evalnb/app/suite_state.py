@@ -20,15 +20,15 @@ Nothing here writes, locks a run, or calls anything.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalnb.core.lock import LOCK_NAME
-from evalnb.core.records import read_json_if_exists
-from evalnb.execution.budget import ledger_totals, run_spend
+from evalnb.core.records import read_json_if_exists, read_lines
+from evalnb.execution.budget import run_spend
+from evalnb.execution.budget_views import ledger_totals
 
 SUITE_JSON = "suite.json"
 STORES = ("generate.jsonl", "judge.jsonl")
@@ -51,20 +51,7 @@ def is_held(folder: Path) -> bool:
 
 def latest_records(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Each stage's latest record per key, read without healing a torn line (read-only)."""
-    latest: dict[str, dict[str, Any]] = {}
-    for name in STORES:
-        try:
-            lines = (run_dir / name).read_bytes().split(b"\n")
-        except FileNotFoundError:
-            continue
-        for line in lines:
-            try:
-                record = json.loads(line) if line.strip() else None
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "key" in record:
-                latest[f"{name}:{record['key']}"] = record
-    return latest
+    return {f"{name}:{record['key']}": record for name in STORES for record in read_lines(run_dir / name)}
 
 
 def run_row(run_dir: Path, outcome: Mapping[str, Any] | None, suite_running: bool) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from typing import Any
 from evalnb.config import RunConfig
 from evalnb.core.lock import TOKEN_ENV
 from evalnb.core.manifest import utc_now
+from evalnb.core.records import read_lines
 from evalnb.execution.batch import batch_price
 from evalnb.execution.batch.journal import IN_FLIGHT, read_only
 from evalnb.providers.base import ChatRequest, Completion, Provider
@@ -88,20 +89,7 @@ def run_spend(run_dir: Path, config: Mapping[str, Any] | None = None) -> float:
             return 0.0
     assert config is not None
     models, prices = endpoint_models(config), config.get("prices") or {}
-    total = 0.0
-    for name in STORES:
-        try:
-            lines = (run_dir / name).read_bytes().split(b"\n")
-        except FileNotFoundError:
-            continue
-        for line in lines:
-            try:
-                record = json.loads(line) if line.strip() else None
-            except ValueError:
-                record = None   # a torn last line: that call was still in flight
-            if isinstance(record, dict):
-                total += record_cost(record, models, prices)
-    return total
+    return sum(record_cost(record, models, prices) for name in STORES for record in read_lines(run_dir / name))
 
 
 # --- the ledger of one ceiling ---------------------------------------------------------------------
@@ -141,7 +129,7 @@ def _settle_the_dead(data: dict[str, Any]) -> None:
             del held[key]
 
 
-def _totals(data: Mapping[str, Any]) -> tuple[float, float, float]:
+def totals(data: Mapping[str, Any]) -> tuple[float, float, float]:
     """(spent, in doubt, reserved) over every run of the ledger; reserved: calls in flight and
     batches in flight (submitted, not yet collected)."""
     runs = data.get("runs", {}).values()
@@ -229,7 +217,7 @@ class Budget:
         for ceiling in self.ceilings:
             with ceiling.store.transaction() as data:
                 _settle_the_dead(data)
-                spent, doubt, reserved = _totals(data)
+                spent, doubt, reserved = totals(data)
                 if hold.usd > 0 and spent + doubt + reserved + hold.usd > ceiling.max_usd + 1e-12:
                     line = self.refusal(ceiling, spent, doubt, reserved, hold.usd)
                     data.setdefault("stopped", {})[self.run] = {"line": line, "command": command_token(),
@@ -317,46 +305,6 @@ class BudgetedProvider:
         await self.inner.aclose()
 
 
-# --- what the records and the command line show ---------------------------------------------------
-
-def budget_summary(config: RunConfig) -> dict[str, Any] | None:
-    """Spend against each ceiling, for scores.json, the manifest, the report and `evalnb status`."""
-    ceilings = ceilings_of(config)
-    if not ceilings:
-        return None
-    spent_here = run_spend(config.output_dir, config.to_dict())
-    rows = []
-    for ceiling in ceilings:
-        data = ceiling.store.read()
-        mine = data.get("runs", {}).get(str(config.output_dir), {})
-        if ceiling.scope.startswith("run"):
-            spent, doubt, reserved = spent_here, mine.get("in_doubt_usd", 0.0), 0.0
-        else:
-            spent, doubt, reserved = _totals(data)
-        stopped = (data.get("stopped") or {}).get(str(config.output_dir))
-        rows.append({"scope": ceiling.scope, "max_cost_usd": ceiling.max_usd, "spent_usd": round(spent, 6),
-                     "in_doubt_usd": round(doubt, 6), "reserved_usd": round(reserved, 6),
-                     "this_run_spent_usd": round(spent_here, 6), "left_usd": round(ceiling.max_usd - spent - doubt, 6),
-                     "stopped": stopped["line"] if stopped and stopped.get("command") == command_token() else None})
-    return {"ceilings": rows, "note": "spent: every attempt's reported usage at the configured prices; in doubt: "
-                                      "calls in flight when their process died, at their upper bound"}
-
-
-def refusal_line(run_dir: Path, token: str) -> str | None:
-    """The refusal that stopped this command's run (read from the ledgers), or None."""
-    config = _read_json(run_dir / "config.json") or {}
-    paths = [run_dir / LEDGER_NAME]
-    suite = (config.get("budget") or {}).get("suite")
-    if suite:
-        paths.append(Path(suite["ledger"]))
-    for path in paths:
-        data = _read_json(path) or {}
-        stopped = (data.get("stopped") or {}).get(str(run_dir))
-        if stopped and stopped.get("command") == token:
-            return str(stopped["line"])
-    return None
-
-
 def open_shared_ledger(path: Path, max_usd: float, run_dirs: list[Path]) -> None:
     """A suite's ledger before its runs start: what each of its runs has spent, from the records."""
     with locked_json(path).transaction() as data:
@@ -366,43 +314,3 @@ def open_shared_ledger(path: Path, max_usd: float, run_dirs: list[Path]) -> None
             runs.setdefault(str(run_dir), {})["spent_usd"] = run_spend(run_dir) if (run_dir / "config.json").exists() \
                 else 0.0
         data["max_cost_usd"] = max_usd
-
-
-def refusals_since(path: Path, since: str) -> list[str]:
-    """The ceiling's refusals recorded at or after ``since`` (an ISO time), read only."""
-    stopped = (_read_json(path) or {}).get("stopped") or {}
-    return [entry["line"] for entry in stopped.values() if entry.get("at", "") >= since]
-
-
-def ledger_totals(path: Path) -> dict[str, float]:
-    """A ceiling's ledger as it stands (read only): spent, in doubt and reserved over its runs."""
-    spent, doubt, reserved = _totals(_read_json(path) or {})
-    return {"spent_usd": spent, "in_doubt_usd": doubt, "reserved_usd": reserved}
-
-
-def status_lines(run_dir: Path) -> list[str]:
-    """`evalnb status RUN_DIR`: spend against each of the run's ceilings, read from disk only."""
-    config = _read_json(run_dir / "config.json") or {}
-    budget = config.get("budget") or {}
-    ledgers = ([("run", budget["max_cost_usd"], run_dir / LEDGER_NAME)] if "max_cost_usd" in budget else []) + \
-        ([(f"suite {budget['suite']['name']}", budget["suite"]["max_cost_usd"], Path(budget["suite"]["ledger"]))]
-         if "suite" in budget else [])
-    lines = []
-    for scope, ceiling, path in ledgers:
-        data = _read_json(path) or {}
-        mine = data.get("runs", {}).get(str(run_dir), {})
-        spent, doubt, reserved = (run_spend(run_dir, config), mine.get("in_doubt_usd", 0.0), 0.0) \
-            if scope == "run" else _totals(data)
-        stopped = (data.get("stopped") or {}).get(str(run_dir))
-        lines.append(f"budget ({scope}): ${spent:.4f} spent of ${ceiling:.4f}"
-                     + (f", ${doubt:.4f} in doubt" if doubt else "") + (f", ${reserved:.4f} reserved" if reserved else "")
-                     + (f"; last stopped {stopped['at']}: {stopped['line']}" if stopped else ""))
-    return lines
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-

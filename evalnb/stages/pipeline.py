@@ -29,7 +29,8 @@ from evalnb.core.manifest import update_manifest, utc_now
 from evalnb.providers import make_provider, prefetch
 from evalnb.providers.base import Provider
 from evalnb.core.records import JsonlStore, read_json_if_exists, write_json
-from evalnb.execution.budget import Budget, budget_summary
+from evalnb.execution.budget import Budget
+from evalnb.execution.budget_views import budget_summary
 from evalnb.execution.runner import Call, Record, run_blocking, run_calls
 
 if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
