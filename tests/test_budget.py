@@ -82,7 +82,8 @@ def test_an_unpriced_model_under_a_budget_is_refused_naming_it(tmp_path: Path, c
     evalnb.open_run(params).close()
 
 
-def test_the_run_stops_before_the_ceiling_and_raising_it_completes_it(tmp_path: Path) -> None:
+def test_the_run_stops_before_the_ceiling_and_raising_it_completes_it(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """One call at a time, so the order is the server's: each call was sent only when what the
     earlier ones cost plus its own upper bound fitted the ceiling; the first call not sent would
     not have; raising the ceiling finishes the run with the numbers of an unbounded one."""
@@ -112,6 +113,9 @@ def test_the_run_stops_before_the_ceiling_and_raising_it_completes_it(tmp_path: 
         assert budget["stopped"] and "raise budget.max_cost_usd" in budget["stopped"]
         assert json.loads(run.path("status.json").read_text())["state"] == "incomplete"
         assert 11 < len(sent) < 11 + 33   # every answer, some verdicts: the ceiling fell in the judge stage
+        capsys.readouterr()
+        assert main(["status", str(run.dir)]) == 0
+        assert f"budget (run): ${spent:.4f} spent of ${ceiling:.4f}; last stopped" in capsys.readouterr().out
 
         server.reset()
         server.responder = deterministic_responder

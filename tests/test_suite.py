@@ -99,6 +99,8 @@ def test_a_suite_ends_with_separate_runs_numbers_and_follows_its_file(
         compared = board(tmp_path)
         assert compared["suite"]["provisional"] is False and len(compared["runs"]) == 3
         assert (tmp_path / "suite" / "leaderboard" / "05_compare.html").exists()
+        assert main(["render", str(tmp_path / "suite" / "leaderboard"), "--no-input"]) == 0
+        assert (tmp_path / "suite" / "leaderboard" / "paper" / "05_compare.html").exists()
         state = suite_json(tmp_path)
         assert {n: r["state"] for n, r in state["runs"].items()} == {"a": "complete", "b": "complete",
                                                                      "c": "complete"}
