@@ -312,7 +312,7 @@ def main() -> int:
         "args": {k: v for k, v in vars(args).items() if k != "worker"},
         "ideal": "(T/C + 3T/C) * latency", "runs": runs, "bare_transport": bare, "targets": targets,
         # bench_command.py's figures (make bench runs it next) are kept until it replaces them
-        **({"command": previous["command"]} if "command" in previous else {}),
+        **{key: previous[key] for key in ("command", "suite") if key in previous},
     }, indent=2) + "\n")
     print(f"\n{time.perf_counter() - started:.0f}s; figures in {RESULTS.relative_to(REPO)}")
     return 0

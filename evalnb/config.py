@@ -25,14 +25,14 @@ from evalnb.core.errors import ConfigError
 from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.core.types import RetryPolicy
 from evalnb.core.redaction import SECRET_NAME, SECRET_VALUE
-from evalnb.providers import BATCH_PROVIDERS, PROVIDERS
+from evalnb.providers import BATCH_PROVIDERS, PROVIDERS, REGISTRY
 
 MODES = ("live", "batch")
 RESEND = ("batch", "live")
 BATCH_OPTION_KEYS = frozenset({"resend", "max_requests", "max_bytes", "inline_max_bytes"})
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
-               "model", "judges", "retry", "prices")
+               "model", "judges", "retry", "prices", "budget")
 PATH_KEYS = ("output_dir", "data", "corpus")
 PRICE_KEYS = frozenset({"input", "output", "batch_input", "batch_output"})
 RATE_LIMIT_KEYS = frozenset({"requests_per_minute", "input_tokens_per_minute",
@@ -250,6 +250,39 @@ def check_batch(mode: Any, options: Any, provider: str, where: str) -> None:
                               f"integer, got {value!r}")
 
 
+def check_budget(raw: Any, source: str) -> dict[str, Any] | None:
+    """``budget: {max_cost_usd: N}`` (reading 27); ``suite: {name, max_cost_usd, ledger}`` is what
+    ``evalnb suite`` adds for its ceiling over all its runs (evalnb.app.suite)."""
+    if raw is None:
+        return None
+    def usd(value: Any, key: str) -> float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{source}: {key}: expected a non-negative number of US dollars, got {value!r}")
+        return float(value)
+    if not isinstance(raw, Mapping) or not raw or set(raw) - {"max_cost_usd", "suite"}:
+        raise ConfigError(f"{source}: budget: expected {{max_cost_usd: USD}}, got {raw!r}")
+    budget: dict[str, Any] = {}
+    if "max_cost_usd" in raw:
+        budget["max_cost_usd"] = usd(raw["max_cost_usd"], "budget.max_cost_usd")
+    suite = raw.get("suite")
+    if suite is not None:
+        if not isinstance(suite, Mapping) or set(suite) != {"name", "max_cost_usd", "ledger"}:
+            raise ConfigError(f"{source}: budget.suite: expected {{name, max_cost_usd, ledger}} (written by evalnb suite)")
+        budget["suite"] = {"name": str(suite["name"]), "ledger": str(suite["ledger"]),
+                           "max_cost_usd": usd(suite["max_cost_usd"], "budget.suite.max_cost_usd")}
+    return budget
+
+
+def check_priced(config: RunConfig) -> None:
+    """Under a ceiling every model whose calls cost money has a price: a ceiling that counted an
+    unpriced model as free would be no ceiling."""
+    for endpoint in (config.model, *config.judges):
+        if REGISTRY[endpoint.provider].costs and endpoint.name not in config.prices:
+            raise ConfigError(f"{config.source}: prices: {endpoint.role} model {endpoint.name!r} has no price; "
+                              "under a budget every model whose calls cost money needs one "
+                              f"(prices: {{{endpoint.name}: {{input: USD, output: USD}}}} per million tokens)")
+
+
 def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, base: Path,
             source: str) -> RunConfig:
     """Check ``params`` (already absolutised where they came from a file) into a RunConfig."""
@@ -296,6 +329,9 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         model=_endpoint(params.get("model") or NO_MODEL, "model", concurrency, source),
         judges=tuple(_endpoint(j, f"judges[{i}]", concurrency, source) for i, j in enumerate(judges_raw)),
         retry=_retry(params.get("retry"), source), prices=dict(prices), options=options, source=source,
+        budget=check_budget(params.get("budget"), source),
     )
+    if config.budget:
+        check_priced(config)
     json.dumps(config.to_dict())   # cannot fail now (plain_json); a failure here is a bug, not input
     return config

@@ -18,6 +18,13 @@ SAMPLE = ROOT / "evalnb" / "data" / "wildtrace"
 FAST_RETRY = {"max_retries": 5, "base_delay": 0.01, "max_delay": 0.02, "retry_after_cap": 0.3}
 
 
+@pytest.fixture(autouse=True)
+def own_quota_ledgers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test paces against quota ledgers of its own (evalnb.providers.ledger), never the
+    user's, and never another test's."""
+    monkeypatch.setenv("EVALNB_QUOTA_DIR", str(tmp_path / "quota-ledgers"))
+
+
 @pytest.fixture
 def server() -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as srv:

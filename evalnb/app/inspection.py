@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalnb.app import EXIT_OK
+from evalnb.app.suite_config import is_suite_file
+from evalnb.app.suite_estimate import estimate_suite
 from evalnb.core.records import write_json
 from evalnb.execution.batch import price_note
 from evalnb.stages.accounting import estimate, minimum_run_minutes
@@ -18,7 +20,10 @@ from evalnb.stages.probe import caps_entry, probe_record, probe_window
 
 
 def estimate_command(params: Path, sets: Sequence[str]) -> int:
-    """What a run will call and spend, making no call and writing nothing."""
+    """What a run (or a suite: its contestants' estimates summed) will call and spend, making
+    no call and writing nothing."""
+    if is_suite_file(params):
+        return estimate_suite(params, sets)
     import pandas as pd
 
 

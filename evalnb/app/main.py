@@ -95,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     pack_p = sub.add_parser("pack", help="one archive (.tar.gz or .zip) of a run's record, with SHA256SUMS")
     pack_p.add_argument("run_dir", type=Path)
     pack_p.add_argument("-o", "--output", type=Path, help="the archive (default: RUN_DIR.tar.gz beside it)")
+    suite_p = sub.add_parser("suite", help="run (or resume) every contestant of a suite file, then its leaderboard")
+    suite_p.add_argument("suite_file", type=Path)
+    suite_p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                         help="override a shared parameter of the suite (dotted keys, YAML values); repeatable")
     args = parser.parse_args(argv)
     # Each command's module is imported only when it runs: `evalnb run` starts its kernel
     # before it imports the stages, and `evalnb status` never imports them.
@@ -124,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             from evalnb.app.run import status_command
             return status_command(args.run_dir)
+        if args.command == "suite":
+            from evalnb.app.suite import suite_command
+            return suite_command(args.suite_file, args.sets)
         if args.command == "verify":
             from evalnb.app.verify import verify_command
             return verify_command(args.target, args.sets)

@@ -17,6 +17,8 @@ from typing import Any
 
 from evalnb.app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK
 from evalnb.app.kernels import also_import, execute_stage, start_run_kernel, stop_kernel
+from evalnb.app.suite_state import SUITE_JSON
+from evalnb.app.suite_state import status_text as suite_status
 from evalnb.app.notebooks import _yield_cpu, failure_cause, notebook_for, redact_notebook, render_html
 from evalnb.core.errors import ConfigError
 from evalnb.core.lock import TOKEN_ENV
@@ -26,6 +28,7 @@ from evalnb.core.redaction import redact
 from evalnb.execution.batch import WAIT_ENV
 from evalnb.execution.batch.journal import JOURNAL_NAME
 from evalnb.execution.batch.views import status_text, waiting_line
+from evalnb.execution.budget_views import refusal_line, status_lines
 from evalnb.providers import modules_for
 
 
@@ -62,6 +65,9 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
     finally:
         run.close()
     waiting = _batches_waiting(run.dir)
+    if not failed and (stop := refusal_line(run.dir, os.environ.get(TOKEN_ENV, ""))):   # the spending ceiling
+        print(f"evalnb: {stop}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     if failed or "aggregate" not in stages:
         if not failed and waiting:
             print(f"evalnb: {waiting}", file=sys.stderr)
@@ -92,7 +98,10 @@ def status_command(run_dir: Path) -> int:
     """A run's state and its batches, read from the run directory alone: no call, no write."""
     if not run_dir.is_dir():
         raise ConfigError(f"status: {run_dir} is not a directory")
-    print(status_text(run_dir.resolve()))
+    if (run_dir / SUITE_JSON).exists():   # a suite directory (evalnb suite)
+        print(suite_status(run_dir.resolve()))
+        return EXIT_OK
+    print("\n".join([status_text(run_dir.resolve()), *status_lines(run_dir.resolve())]))
     return EXIT_OK
 
 

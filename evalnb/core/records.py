@@ -151,3 +151,13 @@ def _parse_record(line: bytes) -> dict[str, Any] | None:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
     return record if isinstance(record, dict) and "key" in record else None
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """Every record of a stage store in the order written, read only: a torn last line (a call
+    still in flight when its process died) is skipped, never healed; no file, no records."""
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return []
+    return [r for r in map(_parse_record, lines) if r is not None]

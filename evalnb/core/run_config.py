@@ -51,6 +51,7 @@ class RunConfig:
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)   # benchmark-specific keys
     source: str = "parameters"   # the parameters file, for messages (not a parameter itself)
+    budget: dict[str, Any] | None = None   # the spending ceiling (evalnb.execution.budget); not fingerprinted
 
     def error(self, key: str, problem: str) -> ConfigError:
         """A configuration error naming the parameters file and the key."""
@@ -75,6 +76,6 @@ class RunConfig:
             "corpus": str(self.corpus) if self.corpus else None,
             "concurrency": self.concurrency, "model": endpoint(self.model),
             "judges": [endpoint(j) for j in self.judges], "retry": asdict(self.retry),
-            "prices": self.prices,
+            "prices": self.prices, **({"budget": self.budget} if self.budget else {}),
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in self.options.items()},
         }

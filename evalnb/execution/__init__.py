@@ -16,6 +16,7 @@ from evalnb.core.run_config import EndpointConfig
 from evalnb.core.types import Call, RetryPolicy
 from evalnb.execution.batch.engine import run_batched_stage
 from evalnb.execution.batch.journal import in_flight
+from evalnb.execution.budget import Budget
 from evalnb.execution.runner import run_calls
 from evalnb.providers import make_provider
 from evalnb.providers.base import Provider
@@ -30,18 +31,19 @@ def uses_batches(run_dir: Path, stage: str, endpoints: Mapping[str, EndpointConf
 
 async def run_stage_calls(calls: Sequence[Call], endpoints: Mapping[str, EndpointConfig], store: JsonlStore,
                           run_dir: Path, *, policy: RetryPolicy, concurrency: int, done: Any,
-                          stage: str) -> Counter[str]:
+                          stage: str, budget: Budget | None = None) -> Counter[str]:
     """Every call of a stage not yet ``done``, each recorded in ``store``; the count of new
-    records by status. Clients are made inside the event loop that uses them, and closed with it."""
+    records by status. Clients are made inside the event loop that uses them, and closed with it.
+    Under a spending ceiling (``budget``) every attempt is reserved before it is sent."""
     pool: dict[str, Provider] = {}
     try:
         for role, endpoint in endpoints.items():
             provider = make_provider(endpoint)
             if provider is not None:
-                pool[role] = provider
+                pool[role] = budget.wrap(role, provider) if budget else provider
         if uses_batches(run_dir, stage, endpoints):
             return await run_batched_stage(calls, pool, endpoints, store, run_dir, policy=policy,
-                                           concurrency=concurrency, done=done, desc=stage)
+                                           concurrency=concurrency, done=done, desc=stage, budget=budget)
         return await run_calls(calls, pool, store, policy, is_done=done, desc=stage, concurrency=concurrency)
     finally:
         for provider in pool.values():

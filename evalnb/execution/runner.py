@@ -28,7 +28,7 @@ from evalnb.providers.base import Completion, Provider
 from evalnb.core.records import JsonlStore
 from evalnb.core.redaction import redact
 from evalnb.core.events import FIRST_REPLY
-from evalnb.providers.retry import RetryPolicy, call_with_retries
+from evalnb.providers.retry import NotSent, RetryPolicy, call_with_retries
 # The call and record types live in evalnb.core.types (shared by every layer); re-exported here.
 from evalnb.core.types import Call as Call, Prepared as Prepared, Record as Record
 from evalnb.core.types import answer_fields as answer_fields
@@ -79,6 +79,8 @@ async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
                   started_at=started, elapsed_s=round(time.time() - started, 3))
     if outcome.retried_errors:   # a call that succeeded after retries shows why it needed them
         record["retried_errors"] = outcome.retried_errors
+    if outcome.failed_usage:   # what its failed attempts may have cost (the spending ceiling counts it)
+        record["failed_attempt_usage"] = outcome.failed_usage
     if outcome.completion is not None:
         record.update(completion_fields(outcome.completion))
         record.update(call.interpret(outcome.completion))
@@ -107,14 +109,21 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
     rng = random.Random()
     bar = progress_bar(total=pending, desc=desc, disable=pending == 0)
     in_flight = asyncio.Semaphore(concurrency)
+    not_sent: list[str] = []   # refused by the spending ceiling: the stage takes no new call
 
     async def worker(endpoint: str) -> None:
         queue, provider = queues[endpoint], pool.get(endpoint)
         while True:
             async with in_flight:
-                if not queue:   # emptied by another worker while this one waited
+                if not queue or not_sent:   # emptied by another worker meanwhile, or the ceiling reached
                     return
-                record = await _run_one(queue.popleft(), provider, policy, rng)
+                call = queue.popleft()
+                try:
+                    record = await _run_one(call, provider, policy, rng)
+                except NotSent:   # stays resumable work: no record
+                    not_sent.append(call.key)
+                    statuses["not_sent"] += 1
+                    return
             store.append(record)
             if not FIRST_REPLY.is_set():   # set() takes a lock: once, not per call
                 FIRST_REPLY.set()

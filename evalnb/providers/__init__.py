@@ -75,12 +75,17 @@ _sdks_in: Any = None   # threading.Event of the latest prefetch: set once its SD
 
 
 def make_provider(endpoint: EndpointConfig) -> Provider | None:
-    """The endpoint's client, paced to its ``rate_limit`` when it has one."""
+    """The endpoint's client, paced to its ``rate_limit`` when it has one, in the window every
+    process of the user shares for that endpoint (:mod:`evalnb.providers.ledger`)."""
     provider = _client_for(endpoint)
     if provider is None or endpoint.rate_limit is None:
         return provider
-    from evalnb.providers.pacing import PacedProvider, Pacer, RateLimit
-    return PacedProvider(provider, Pacer(RateLimit(**endpoint.rate_limit), name=endpoint.role))
+    from evalnb.providers.ledger import QuotaLedger, endpoint_identity
+    from evalnb.providers.pacing import ARRIVAL_BOUND_SECONDS, PacedProvider, Pacer, RateLimit
+    e = endpoint
+    shared = QuotaLedger(endpoint_identity(e.provider, e.base_url, e.name, e.api_key_env))
+    return PacedProvider(provider, Pacer(RateLimit(**endpoint.rate_limit), name=e.role, shared=shared,
+                                         arrival_bound=ARRIVAL_BOUND_SECONDS))
 
 
 def _client_for(endpoint: EndpointConfig) -> Provider | None:

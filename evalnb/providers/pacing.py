@@ -11,6 +11,11 @@ alone, with a warning.
 Where a reply reports the quota left (OpenAI's ``x-ratelimit-remaining-*``, Anthropic's
 ``anthropic-ratelimit-*``), the pacer follows it too: with less left than the next call
 needs, it waits until the provider says the quota resets.
+
+The window is shared by every evalnb process of the user on this machine that calls the same
+endpoint (:mod:`evalnb.providers.ledger`): with a ``shared`` ledger, the entries are those of
+every such process, read and entered under the ledger's file lock, so that four runs pacing
+one judge send what one run may send, not four times as much.
 """
 
 from __future__ import annotations
@@ -26,9 +31,19 @@ from typing import Any
 
 from evalnb.core.tokens import estimate_tokens
 from evalnb.providers.base import ChatRequest, Completion, Provider
+from evalnb.providers.ledger import QuotaLedger, WindowEntry
 
 DIMENSIONS = ("requests", "input_tokens", "output_tokens")
 SAFETY_SECONDS = 0.25   # the server's window starts when a request arrives, a little after sending
+# A call waiting on a shared window looks again at least this often: another process's reply
+# may free room early (a settled estimate), which no event of this process announces.
+SHARED_POLL_SECONDS = 0.5
+# A server counts a call when it arrives, and a call can reach it well after it was entered
+# (a process's first request sets up its client and connection; a loaded machine delays every
+# send): measured here, over a second. So a call counts from ARRIVAL_BOUND_SECONDS after it was
+# entered while it is in flight, and from when its reply came once it is in (at most the bound
+# after entering), which is never before it arrived.
+ARRIVAL_BOUND_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -54,10 +69,7 @@ class Quota:
     reset_after: float
 
 
-@dataclass
-class _Entry:
-    sent_at: float
-    cost: dict[str, float]
+_Entry = WindowEntry
 
 
 @dataclass
@@ -73,6 +85,8 @@ class Pacer:
     _settled: asyncio.Event = field(default_factory=asyncio.Event)
     _quota: tuple[float, Quota] | None = None   # (observed at, quota)
     waiting: bool = False
+    shared: QuotaLedger | None = None   # every process's entries for this endpoint (clock: time.monotonic)
+    arrival_bound: float = 0.0   # ARRIVAL_BOUND_SECONDS for a real endpoint (make_provider)
 
     def cost_of(self, request: ChatRequest) -> dict[str, float]:
         return {"requests": 1.0, "input_tokens": estimate_tokens(request.prompt),
@@ -118,15 +132,35 @@ class Pacer:
                 print(f"WARNING: {self.name}: a request of {cost['input_tokens']:.0f} input and "
                       f"{cost['output_tokens']:.0f} output tokens exceeds the whole per-minute "
                       "budget; it is sent alone", file=sys.stderr)
-            while (wait := self._wait_needed(cost, self.clock())) > 0:
+            while True:
+                wait, entry = self._enter(cost)
+                if entry is not None:
+                    self.waiting = False
+                    return entry
                 self.waiting = True
                 started = self.clock()
-                await self._sleep_or_settled(wait)
+                await self._sleep_or_settled(wait if self.shared is None else min(wait, SHARED_POLL_SECONDS))
                 self.waited_s += self.clock() - started
-            self.waiting = False
-            entry = _Entry(self.clock(), dict(cost))
-            self._ledger.append(entry)
-            return entry
+
+    def _enter(self, cost: Mapping[str, float]) -> tuple[float, _Entry | None]:
+        """Enter the call if the window has room now; else how long to wait. With a shared
+        ledger, the window is every process's, checked and entered under its file lock."""
+        if self.shared is None:
+            return self._enter_in(self._ledger, cost)
+        horizon = self.clock() - self.limit.window_seconds - SAFETY_SECONDS
+        with self.shared.window(horizon) as entries:
+            return self._enter_in(entries, cost)
+
+    def _enter_in(self, entries: deque[_Entry], cost: Mapping[str, float]) -> tuple[float, _Entry | None]:
+        self._ledger = entries
+        now = self.clock()
+        wait = self._wait_needed(cost, now)
+        if wait > 0:
+            return wait, None
+        entry = _Entry(now + self.arrival_bound, dict(cost), QuotaLedger.new_id() if self.shared is not None else "",
+                       started=now)
+        entries.append(entry)
+        return 0.0, entry
 
     async def _sleep_or_settled(self, seconds: float) -> None:
         """Wait ``seconds``, or less if a reply corrects the ledger meanwhile: an estimate that
@@ -145,9 +179,13 @@ class Pacer:
 
     def settle(self, entry: _Entry, completion: Completion | None, quota: Quota | None) -> None:
         """Correct the entry with the tokens the reply reports; follow the quota it reports."""
+        if self.arrival_bound:   # the reply is in: the call arrived before now
+            entry.sent_at = entry.started + min(self.clock() - entry.started, self.arrival_bound)
         if completion is not None and completion.usage is not None:
             entry.cost["input_tokens"] = float(completion.usage.input_tokens)
             entry.cost["output_tokens"] = float(completion.usage.output_tokens)
+        if self.shared is not None:
+            self.shared.correct(entry)
         if quota is not None:
             self._quota = (self.clock(), quota)
         self._settled.set()

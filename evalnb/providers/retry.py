@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
+from evalnb.core.tokens import estimate_tokens
 from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
 from evalnb.core.types import RetryPolicy as RetryPolicy   # defined with the shared types; re-exported
 
@@ -25,6 +27,32 @@ class Outcome:
     attempts: int
     waits: list[float] = field(default_factory=list)
     retried_errors: list[str] = field(default_factory=list)   # why each retry was needed
+    failed_usage: list[dict[str, Any]] = field(default_factory=list)   # what failed attempts may have cost
+
+
+class NotSent(BaseException):
+    """An attempt that a wrapper refused to send (the spending ceiling, evalnb.execution.budget).
+    Not a failure of the call, so not an Exception: nothing that records a call's failure may
+    catch it; the call stays resumable work and the stage ends."""
+
+
+def failed_attempt_usage(error: ProviderError, request: ChatRequest) -> dict[str, Any] | None:
+    """What a failed attempt may have cost, counted by the spending ceiling (reading 27).
+
+    A provider that answered with an HTTP error refused the request and bills nothing. Any
+    other failure (a timeout, a broken connection or stream, a malformed reply) may have come
+    after the provider did and billed the work: it is counted at the call's upper bound, its
+    estimated input and whole output budget, unless the provider reported its usage.
+    """
+    if error.status_code is not None:
+        return None
+    return {"input_tokens": round(request_input_tokens(request)), "output_tokens": request.max_tokens,
+            "basis": "upper bound (no reply to say otherwise)"}
+
+
+def request_input_tokens(request: ChatRequest) -> float:
+    """The estimated input of a request: its prompt and its system text (core.tokens)."""
+    return estimate_tokens(request.prompt) + (estimate_tokens(request.system) if request.system else 0.0)
 
 
 def as_provider_error(error: Exception) -> ProviderError:
@@ -40,13 +68,22 @@ async def call_with_retries(provider: Provider, request: ChatRequest, policy: Re
                             rng: random.Random) -> Outcome:
     waits: list[float] = []
     errors: list[str] = []
+    charged: list[dict[str, Any]] = []
     for attempt in range(1, policy.max_retries + 2):
         try:
-            return Outcome(await provider.complete(request), None, attempt, waits, errors)
+            return Outcome(await provider.complete(request), None, attempt, waits, errors, charged)
+        except NotSent as refused:
+            if attempt == 1:
+                raise   # nothing was sent: no record, the call stays as it was
+            # Retries already sent (and maybe paid for): recorded, resumable.
+            stop = ProviderError("transient", f"not sent: {refused}", code="not_sent")
+            return Outcome(None, stop, attempt - 1, waits, errors, charged)
         except Exception as unexpected:   # noqa: BLE001 - a failure belongs to its call
             error = as_provider_error(unexpected)
+            if (usage := failed_attempt_usage(error, request)) is not None:
+                charged.append(usage)
             if error.kind == "permanent" or attempt > policy.max_retries:
-                return Outcome(None, error, attempt, waits, errors)
+                return Outcome(None, error, attempt, waits, errors, charged)
             errors.append(error.message[:RETRIED_ERROR_KEPT])
             waits.append(policy.wait(attempt, error.retry_after, rng))
             await asyncio.sleep(waits[-1])

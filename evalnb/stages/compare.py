@@ -67,6 +67,7 @@ class Comparison:
     threshold: float = 0.2          # judges "disagree" when their scores differ by more
     top: int = 10                   # how many largest disagreements / most-missed items to list
     tables: dict[str, Any] = field(default_factory=dict)
+    suite: dict[str, Any] | None = None   # a suite's leaderboard: its name, provisional, missing contestants
 
     @property
     def name(self) -> str:
@@ -97,7 +98,8 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
 
 
 def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
-                 n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10) -> Comparison:
+                 n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
+                 suite: Mapping[str, Any] | None = None) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
@@ -108,7 +110,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
         return open_compare(compare_params(Path(runs)))
     if isinstance(runs, Mapping):
         return open_compare(**runs)
-    if len(runs) < 2:
+    if len(runs) < (1 if suite else 2):   # a suite's provisional leaderboard may hold one run
         raise ConfigError("compare: give at least two run directories")
     records = [load_run(Path(r).resolve()) for r in runs]
     # Each run's benchmark as its parameters named it (a built-in name, an import path or an
@@ -124,7 +126,19 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
         label = r.model if models.count(r.model) == 1 else f"{r.model} ({r.dir.name})"
         labels.append(label if label not in labels else f"{label} #{i + 1}")
         r.label = labels[-1] + (OFFLINE_MARK if r.offline else "")
-    return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top)
+    if suite:   # shown in the notebook, above the leaderboard
+        print(suite_banner(suite))
+    return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
+                      suite=dict(suite) if suite else None)
+
+
+def suite_banner(suite: Mapping[str, Any]) -> str:
+    """What a suite's leaderboard says it is: final, or provisional with what is missing."""
+    if not suite.get("provisional"):
+        return f"Leaderboard of suite {suite['name']}: every contestant complete ({len(suite['complete'])})."
+    return (f"PROVISIONAL leaderboard of suite {suite['name']}: {len(suite['complete'])} of "
+            f"{len(suite['complete']) + len(suite['missing'])} contestants complete; missing: "
+            f"{', '.join(suite['missing'])}. Run the suite again to finish them.")
 
 
 def compare_params(path: Path) -> dict[str, Any]:
@@ -247,6 +261,7 @@ def save_compare(cmp: Comparison) -> Path:
     write_json(cmp.out / "compare.json", {
         "benchmark": cmp.name, "runs": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256"),
                                          "offline": r.offline} for r in cmp.runs],
+        **({"suite": cmp.suite} if cmp.suite else {}),
         "comparable_parts": list(cmp.benchmark.COMPARABLE_PARTS), "n_boot": cmp.n_boot, "seed": cmp.seed,
         "tables": {name: json.loads(table.reset_index().to_json(orient="records")) for name, table in cmp.tables.items()}})
     return cmp.out / "compare.json"

@@ -37,6 +37,8 @@ from evalnb.execution.batch.views import stage_manifest
 from evalnb.execution.runner import run_blocking
 from evalnb.core.progress import say
 from evalnb.stages.stage_outcome import outcome_line
+from evalnb.execution.budget import Budget
+from evalnb.execution.budget_views import budget_summary
 
 if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
     import pandas as pd
@@ -193,8 +195,9 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
            done: Any) -> Counter[str]:
     started = utc_now()
     store = JsonlStore(run.path(f"{name}.jsonl"))
-    counts = run_blocking(lambda: run_stage_calls(calls, endpoints, store, run.dir, policy=run.config.retry,
-                                                  concurrency=run.config.concurrency, done=done, stage=name))
+    counts = run_blocking(lambda: run_stage_calls(
+        calls, endpoints, store, run.dir, policy=run.config.retry, concurrency=run.config.concurrency, done=done,
+        stage=name, budget=Budget.open(run.config)))   # the ceiling, with what the records say is spent
     say(outcome_line(name, len(calls), counts, _calls_in_flight(run, name)))
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir), stages={name: {
         "started_at": started, "finished_at": utc_now(), "calls": len(calls),
@@ -324,6 +327,7 @@ def aggregate(run: Run) -> pd.DataFrame:
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
                     complete=scores["complete"], routes=routes(run, stores),
                     usage=scores["usage"], aggregated_at=aggregated_at,
+                    **({"budget": scores["budget"]} if "budget" in scores else {}),
                     stores={stage: store_digest(run.path(f"{stage}.jsonl")) for stage in stores})
     write_evidence(run, stores, scores)
     return headline_table(scores)
@@ -340,6 +344,7 @@ def scores_document(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dic
         **body,   # a benchmark may label its own approximations (offline: true, label)
         "fingerprint": run.fingerprint,
         "usage": usage_by_stage(run.config, stores),
+        **({"budget": spend} if (spend := budget_summary(run.config)) else {}),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
     }

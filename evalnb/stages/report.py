@@ -63,6 +63,15 @@ def usage_table(run: Run) -> pd.DataFrame:
     return readable(pd.DataFrame(rows, columns=columns).set_index(["stage", "model"]))
 
 
+def budget_table(run: Run) -> pd.DataFrame:
+    """Spend against each spending ceiling (``budget.max_cost_usd``; a suite's over all its runs),
+    as the aggregate stage read it; empty without a budget."""
+    columns = ["scope", "max_cost_usd", "spent_usd", "in_doubt_usd", "reserved_usd", "left_usd",
+               "this_run_spent_usd", "stopped"]
+    rows = (scores(run).get("budget") or {}).get("ceilings", [])
+    return pd.DataFrame(rows, columns=columns).set_index("scope")
+
+
 def _save(run: Run, fig: ReportFigure, name: str) -> ReportFigure:
     from evalnb.core.figures import save_figure
     return save_figure(fig, run.path("figures"), name)

@@ -52,10 +52,12 @@ CRASH_ENV = "EVALNB_CRASH_AFTER_BATCH_CREATE"
 
 async def run_batched_stage(calls: Sequence[Call], pool: Mapping[str, Provider],
                             endpoints: Mapping[str, EndpointConfig], store: JsonlStore, run_dir: Path, *,
-                            policy: RetryPolicy, concurrency: int, done: Any, desc: str) -> Counter[str]:
+                            policy: RetryPolicy, concurrency: int, done: Any, desc: str,
+                            budget: Any = None) -> Counter[str]:
     """A stage's calls when batch mode is in play (:func:`evalnb.execution.uses_batches`):
     batched endpoints through their batch APIs, the others live, side by side."""
     batches = StageBatches(run_dir, desc, calls, endpoints)
+    batches.budget = budget   # the spending ceiling (evalnb.execution.budget): reserved when submitted
     try:
         batched, live = await asyncio.gather(
             batches.run(store, pool, policy, done, concurrency),
@@ -76,6 +78,7 @@ class Chunk:
     lines: list[Any] | None = None    # the inline requests, None once past the inline limit
     rows: list[dict[str, Any]] = field(default_factory=list)
     size: int = 0
+    reserved_usd: float = 0.0         # its calls' upper bounds at the batch price (the spending ceiling)
 
     def __post_init__(self) -> None:
         self.lines = [] if self.inline_limit != 0 else None
@@ -110,6 +113,7 @@ class StageBatches:
         self.live_calls = [c for c in calls if c.endpoint not in self.batched and c.key not in held]
         self._backends: dict[str, Backend] = {}
         self._clients: list[Provider] = []
+        self.budget: Any = None
 
     @property
     def active(self) -> bool:
@@ -141,6 +145,8 @@ class StageBatches:
             while True:
                 for entry in self.journal.in_flight(self.stage):
                     statuses += await self.advance(entry, store, done)
+                if self.budget is not None:   # collected batches are spent, no longer reserved
+                    self.budget.refresh()
                 again_live = await self.submit_pending(store, done, policy, sent, statuses)
                 if again_live:
                     statuses += await run_calls(again_live, pool, store, policy, is_done=done,
@@ -296,7 +302,11 @@ class StageBatches:
                     custom_id = chunk.custom_id()
                     line = backend.line(custom_id, request)
                     data = backend.line_bytes(line)
+                usd = 0.0 if self.budget is None else self.budget.hold_batch(role, request)
+                if usd is None:   # the spending ceiling: this call and the rest stay resumable
+                    break
                 chunk.add(call, fields, custom_id, line, data)
+                chunk.reserved_usd += usd
                 sent[call.key] += 1
             if chunk is not None and chunk.rows:
                 statuses += await self.submit(chunk, role, backend, store)
@@ -337,7 +347,8 @@ class StageBatches:
         entry = self.journal.record({
             "key": chunk.tag, "stage": self.stage, "endpoint": role, "provider": endpoint.provider,
             "model": endpoint.name, "state": "intent", "batch_id": None, "calls": len(chunk.rows),
-            "bytes": chunk.size, "intent_at": utc_now(), "intent_ts": time.time()})
+            "bytes": chunk.size, "intent_at": utc_now(), "intent_ts": time.time(),
+            **({"reserved_usd": chunk.reserved_usd} if chunk.reserved_usd else {})})
         try:
             batch_id, extra = await backend.submit(chunk.tag, chunk.lines, chunk.spool)
         except Exception as error:   # noqa: BLE001
