@@ -26,6 +26,7 @@ from evalnb.types import RetryPolicy
 from evalnb.redaction import SECRET_NAME, SECRET_VALUE
 
 PROVIDERS = ("openai", "anthropic", "gemini", "command", "offline", "none")
+STREAMING_PROVIDERS = ("openai", "anthropic", "gemini")   # through their SDKs: stream, strip_think
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
                "model", "judges", "retry", "prices")
@@ -55,6 +56,10 @@ class EndpointConfig:
     approximation: bool = False        # a stand-in, not a model (e.g. an example rater): label outputs
     mode: str = "live"                 # live, or batch: through the provider's batch API (evalnb.batch)
     batch: dict[str, Any] | None = None   # batch mode options: resend, max_requests, max_bytes
+    stream: str | bool = "auto"        # reading 25: auto streams budgets over 16,384 and reasoning models
+    stream_idle_timeout: float = 120.0   # streamed: seconds of silence between events that end an attempt
+    max_call_seconds: float = 3600.0   # streamed: seconds one attempt may take in all
+    strip_think: bool = False          # reading 26: drop a leading <think>...</think> from the response
     role: str = "model"                # where it sits in the parameters, for messages
 
 
@@ -80,6 +85,14 @@ class RunConfig:
     def judge_roles(self) -> list[tuple[str, EndpointConfig]]:
         """``("judge1", endpoint), ...``: the keys judge records and provider pools use."""
         return [(f"judge{i}", judge) for i, judge in enumerate(self.judges, start=1)]
+
+    def response_parts(self) -> dict[str, Any]:
+        """Fingerprint parts from endpoint settings that change what a response is (reading 26:
+        ``strip_think``), beside the benchmark's own parts. Present only when set, so a run
+        that sets none keeps the fingerprint it had before the setting existed. ``stream``
+        is transport (reading 25) and is no part of it."""
+        stripped = [role for role, e in (("model", self.model), *self.judge_roles()) if e.strip_think]
+        return {"strip_think": stripped} if stripped else {}
 
     @property
     def offline(self) -> bool:
@@ -242,11 +255,19 @@ def _endpoint(raw: Any, role: str, default_concurrency: int, source: str) -> End
 def _check_types(e: EndpointConfig, role: str) -> None:
     def bad(key: str, what: str) -> ConfigError:
         return ConfigError(f"{role}.{key}: expected {what}, got {getattr(e, key)!r}")
-    for key in ("reasoning", "send_temperature", "approximation"):
+    for key in ("reasoning", "send_temperature", "approximation", "strip_think"):
         if not isinstance(getattr(e, key), bool):
             raise bad(key, "true or false")
-    if not isinstance(e.timeout, (int, float)) or isinstance(e.timeout, bool) or e.timeout <= 0:
-        raise bad("timeout", "a positive number of seconds")
+    for key in ("timeout", "stream_idle_timeout", "max_call_seconds"):
+        value = getattr(e, key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise bad(key, "a positive number of seconds")
+    if not (e.stream == "auto" or isinstance(e.stream, bool)):
+        raise bad("stream", "auto, true or false")
+    for key, default in (("stream", "auto"), ("strip_think", False)):
+        if e.provider not in STREAMING_PROVIDERS and getattr(e, key) != default:
+            raise bad(key, f"it unset on a {e.provider} endpoint (only {', '.join(STREAMING_PROVIDERS)} "
+                           "endpoints have it)")
     if e.concurrency is not None and (not isinstance(e.concurrency, int) or e.concurrency < 1):
         raise bad("concurrency", "a positive integer")
     if e.caps is not None:

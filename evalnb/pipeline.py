@@ -121,7 +121,8 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     warnings = benchmark.warnings
     if not lock.is_stage_kernel(config.output_dir):
         benchmark.check_documents()   # a stage kernel's evalnb checked them moments ago
-    run = Run(config, benchmark, benchmark.tasks, fingerprint(benchmark.fingerprint_parts()), warnings)
+    run = Run(config, benchmark, benchmark.tasks,
+              fingerprint(benchmark.fingerprint_parts() | config.response_parts()), warnings)
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     run.lock = lock.acquire(run.dir)   # the first write: refused if another process runs here
     check_or_record(run.path("fingerprint.json"), run.fingerprint)

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from tqdm import tqdm
 
 from evalnb.pacing import PacedProvider, Pacer
+from evalnb.reasoning import reasoning_fields
 from evalnb.providers.base import Completion, Provider
 from evalnb.records import JsonlStore
 from evalnb.redaction import redact
@@ -47,6 +48,9 @@ def completion_fields(completion: Completion) -> dict[str, Any]:
         "model_route": completion.model_route,
         "request_id": completion.request_id,
         "provider_meta": completion.raw,
+        "latency": asdict(completion.latency) if completion.latency else None,
+        **({"streamed": True} if completion.streamed else {}),
+        **reasoning_fields(completion),
     }
 
 
