@@ -17,7 +17,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     **dict.fromkeys(("Run", "open_run", "generate", "judge", "aggregate"), "evalnb.pipeline"),
     **dict.fromkeys(("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
-                     "breakdown", "benchmark_figure", "benchmark_tables", "tasks"), "evalnb.report"),
+                     "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "latency_table",
+                     "reasoning_table"), "evalnb.report"),
     **dict.fromkeys(("open_compare", "leaderboard", "leaderboard_figure", "paired_differences", "repeats_table",
                      "save_compare"), "evalnb.compare"),
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
@@ -30,7 +31,7 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
            "benchmark_figure", "benchmark_tables", "tasks", "open_compare", "leaderboard", "leaderboard_figure",
            "paired_differences", "repeats_table", "save_compare", "judge_means", "judge_agreement",
            "disagreements", "benchmark_analysis", "benchmark_compare_figure", "show",
-           "batches_table"]   # the keys of _EXPORTS
+           "batches_table", "latency_table", "reasoning_table"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
     from evalnb.batch.report import batches_table
@@ -41,7 +42,8 @@ if TYPE_CHECKING:
     from evalnb.pipeline import Run, aggregate, generate, judge, open_run
     from evalnb.evidence import show
     from evalnb.report import (benchmark_figure, benchmark_tables, breakdown, headline, judge_distributions,
-                               score_histogram, status_breakdown, tasks, usage_table)
+                               latency_table, reasoning_table, score_histogram, status_breakdown, tasks,
+                               usage_table)
 
 
 def __getattr__(name: str) -> Any:

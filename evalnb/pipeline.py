@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 
 from evalnb import config as cfg
-from evalnb.accounting import usage_by_stage
+from evalnb.accounting import endpoint_names, usage_by_stage
 from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
 from evalnb.config import EndpointConfig, RunConfig
 from evalnb import lock
 from evalnb.errors import ConfigError
+from evalnb.latency import latency_summary
 from evalnb.lock import RunLock
 from evalnb.preflight import check_paths
 from evalnb.redaction import register_secret_values
@@ -28,6 +29,7 @@ from evalnb.fingerprint import check_or_record, fingerprint
 from evalnb.manifest import update_manifest, utc_now
 from evalnb.providers import make_provider, prefetch
 from evalnb.providers.base import Provider
+from evalnb.reasoning import reasoning_summary
 from evalnb.records import JsonlStore, read_json_if_exists, write_json
 from evalnb.runner import Call, Record, run_blocking, run_calls
 
@@ -266,6 +268,8 @@ def aggregate(run: Run) -> pd.DataFrame:
         **body,   # a benchmark may label its own approximations (offline: true, label)
         "fingerprint": run.fingerprint,
         "usage": usage_by_stage(run.config, stores),
+        "latency": latency_summary(endpoint_names(run.config), stores),
+        "reasoning": reasoning_summary(endpoint_names(run.config), stores),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
         "updated_at": utc_now(),

@@ -80,3 +80,28 @@ def reasoning_passages(record: Mapping[str, Any] | None, prefix: str = "") -> li
         if field.get("truncated") else ""
     return [Passage(f"{prefix}reasoning (apart from the response, not seen by the judges{note})",
                     field.get("text"), collapsed=True)]
+
+
+def reasoning_summary(names: Mapping[str, str], stores: Mapping[str, Mapping[str, Any]]
+                      ) -> dict[str, dict[str, dict[str, int]]]:
+    """Per stage and model (``names``: endpoint -> model), over the calls made: how many
+    returned reasoning apart (and its characters in all), and how many responses began with
+    a think block, kept and stripped (reading 26)."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for stage, records in stores.items():
+        rows: dict[str, dict[str, int]] = {}
+        for record in records.values():
+            if not record.get("attempts"):
+                continue   # decided without a call
+            model = names.get(str(record["endpoint"]), str(record["endpoint"]))
+            row = rows.setdefault(model, {"calls": 0, "with_reasoning": 0, "reasoning_chars": 0,
+                                          "think_block_kept": 0, "think_block_stripped": 0})
+            row["calls"] += 1
+            field = record.get("reasoning")
+            if isinstance(field, Mapping):
+                row["with_reasoning"] += 1
+                row["reasoning_chars"] += int(field.get("chars") or 0)
+            if record.get("think_block") in ("kept", "stripped"):
+                row[f"think_block_{record['think_block']}"] += 1
+        out[stage] = dict(sorted(rows.items()))
+    return out

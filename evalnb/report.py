@@ -19,6 +19,7 @@ import pandas as pd
 from evalnb.accounting import usage_rows
 from evalnb.benchmarks import Benchmark
 from evalnb.evidence import TasksView, TitledTables, tasks_view
+from evalnb.latency import FIGURES, latency_rows
 from evalnb.pipeline import Run, headline_table
 from evalnb.records import read_json_if_exists
 
@@ -59,6 +60,25 @@ def usage_table(run: Run) -> pd.DataFrame:
     if any("batch_calls" in r for r in rows):   # batch mode: how many calls, at which price
         columns[3:3] = ["batch_calls"]
         columns.append("batch_price")
+    return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
+
+
+def latency_table(run: Run) -> pd.DataFrame:
+    """Per stage and model: calls made live, how many streamed, and the median and 90th
+    percentile of each call's total time, time to first token and output tokens per second
+    (the last two only where streamed)."""
+    columns = ["stage", "model", "calls", "streamed", *(f"{f} {q}" for f in FIGURES for q in ("median", "p90"))]
+    rows = latency_rows(scores(run).get("latency") or {})
+    return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
+
+
+def reasoning_table(run: Run) -> pd.DataFrame:
+    """Per stage and model: calls that returned reasoning apart from the answer (recorded,
+    never judged), and responses that began with an inline think block (reading 26)."""
+    columns = ["stage", "model", "calls", "with_reasoning", "reasoning_chars", "think_block_kept",
+               "think_block_stripped"]
+    rows = [{"stage": stage, "model": model, **row}
+            for stage, per_model in (scores(run).get("reasoning") or {}).items() for model, row in per_model.items()]
     return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
 
 

@@ -26,6 +26,7 @@ from evalnb.config import RunConfig
 from evalnb.data import json_records, require
 from evalnb.errors import ConfigError, DataError
 from evalnb.judging import interpreter, parse_rating, reply_of
+from evalnb.reasoning import reasoning_passages
 from evalnb.trajectories import DEFAULT_OUTPUT_CHARS, DEFAULT_TOTAL_CHARS, Traces, condense, read_traces
 from evalnb.types import (Call, ChatRequest, Fact, ItemEvidence, ItemResults, Metric, Passage, Prepared, Record,
                           Status, Table)
@@ -340,7 +341,9 @@ class GeoExpertQueries(BaseBenchmark):
             if row["runs"]:
                 sections.append(Table("ratings", ("run", "status", "rating", "mapped score"),
                                       tuple((r["run"], r["status"], r["rating"], r["score"]) for r in row["runs"])))
-                sections += [Passage(f"run {r['run']}: reply", r["reply"]) for r in row["runs"]]
+                for r in row["runs"]:
+                    sections += [Passage(f"run {r['run']}: reply", r["reply"]),
+                                 *reasoning_passages(judgements.get(f"{task.task_id}::run{r['run']}"), f"run {r['run']}: ")]
             sections.append(Fact("mapped mean", "-" if row["score"] is None else f"{row['score']:.4f}"))
             judges = {f"run{r['run']}": r["score"] for r in row["runs"]}
             out.append(ItemEvidence(task.task_id, row["status"], row["score"], judges, tuple(sections)))

@@ -23,6 +23,7 @@ from evalnb.config import RunConfig
 from evalnb.data import Where, json_records, read_jsonl, record_id, require
 from evalnb.errors import ConfigError, DataError
 from evalnb.judging import interpreter, parse_element_scores, reply_of
+from evalnb.reasoning import reasoning_passages
 from evalnb.structured_answers import (TOLERANCE, deterministic_score, exact_match, explain, golden_list,
                                        golden_string_notes, rouge_blind)
 from evalnb.types import (Call, ChatRequest, Fact, ItemEvidence, ItemResults, Metric, Passage, Prepared, Record,
@@ -411,9 +412,11 @@ class GeoKTools(BaseBenchmark):
                 sections.append(Fact(f"{prefix}status",
                                      f"{row['status']}; scored by {row['method'] or '-'}; score {shown}"))
                 sections.append(Passage(f"{prefix}response", text))
+                sections += reasoning_passages(responses.get(row["task_id"]), prefix)
                 sections.extend(self._elements(prefix, row, text, case["golden"]))
                 if row.get("reply") is not None:
                     sections.append(Passage(f"{prefix}judge reply", row["reply"]))
+                    sections += reasoning_passages(judgements.get(row["task_id"]), f"{prefix}judge ")
             out.append(ItemEvidence(case["id"], results.statuses[case["id"]], results.scores[case["id"]],
                                     per_repeat if self.repeats > 1 else {}, tuple(sections)))
         return out

@@ -25,6 +25,7 @@ from evalnb.caps import caps_for, caps_table, route_for, unlisted_warning
 from evalnb.config import RunConfig
 from evalnb.data import Corpus, Where, json_records, read_jsonl, require, unique_ids
 from evalnb.judging import interpreter, normalise, panel_mean, parse_total, points_awarded, reply_of
+from evalnb.reasoning import reasoning_passages
 from evalnb.types import (Call, ChatRequest, Fact, ItemEvidence, ItemResults, Metric, Passage, Prepared, Record,
                           Status, Table)
 
@@ -328,6 +329,7 @@ class WildTrace(BaseBenchmark):
                               f"document {route.get('doc_chars', '-')} characters" if route else "not routed yet"),
                 Passage("question", task.question),
                 Passage("response", response.get("text")),
+                *reasoning_passages(response),
                 Table("rubric", ("item", "points", "criterion"),
                       tuple((f"P{i}", item.points, item.criterion) for i, item in enumerate(task.rubric, 1))),
             ]
@@ -343,6 +345,7 @@ class WildTrace(BaseBenchmark):
                                         ", ".join(f"P{i}={p:g}" for i, p in enumerate(awarded, 1))
                                         if awarded is not None else "not given"),)))
                 sections.append(Passage(f"{label}: reply", verdict["reply"]))
+                sections += reasoning_passages(judgements.get(f"{task.task_id}::{verdict['judge']}"), f"{label}: ")
             if row["judges"]:
                 sections.append(Fact("panel mean", "-" if row["score"] is None else f"{row['score']:.4f}"))
             out.append(ItemEvidence(task.task_id, row["status"], row["score"], judges, tuple(sections)))

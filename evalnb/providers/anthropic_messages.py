@@ -13,7 +13,7 @@ from evalnb.providers.base import (ChatRequest, ProviderError, Completion, Usage
                                    rate_limit_headers, reply_shape, status_of, unreadable_reply)
 from evalnb.providers.anthropic_stream import read_stream
 from evalnb.providers.openai_compat import sdk_error
-from evalnb.providers.streaming import StreamSettings, since
+from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
 
 def completion_of(message: Any, *, request_id: str | None, headers: Mapping[str, str] | None = None
@@ -47,7 +47,7 @@ def batch_params(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 class AnthropicProvider:
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
                  concurrency: int, timeout: float, role: str = "model", observe_quota: bool = False,
-                 stream: StreamSettings = StreamSettings()) -> None:
+                 stream: StreamSettings = DEFAULT_SETTINGS) -> None:
         self.model, self.concurrency, self.timeout, self.stream = model, concurrency, timeout, stream
         self.observe_quota = observe_quota   # read the reply's rate-limit headers (paced endpoints)
         self._client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key(api_key_env, role),

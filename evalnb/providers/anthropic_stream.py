@@ -26,11 +26,11 @@ ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "bill
                 "rate_limit_error": 429, "api_error": 500, "timeout_error": 504, "overloaded_error": 529}
 
 
-def classifier(api_error: Callable[[Exception], ProviderError]) -> Callable[[Exception], ProviderError]:
+def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception], ProviderError]:
     def classify(error: Exception) -> ProviderError:
         if isinstance(error, anthropic.APIStatusError) and error.status_code == 200:   # an error event
-            body = error.body if isinstance(error.body, dict) else {}
-            detail = body.get("error") if isinstance(body.get("error"), dict) else {}
+            body: dict[str, Any] = error.body if isinstance(error.body, dict) else {}
+            detail: dict[str, Any] = body["error"] if isinstance(body.get("error"), dict) else {}
             kind = str(detail.get("type", ""))
             return http_error(ERROR_STATUS.get(kind, 500), f"error event {kind or '?'}: {detail.get('message', '')}")
         if isinstance(error, anthropic.APIError):
@@ -54,7 +54,7 @@ def block_of(start: Any, pieces: list[str], signature: list[str]) -> Any:
 
 
 async def read_stream(client: anthropic.AsyncAnthropic, kwargs: dict[str, Any], settings: StreamSettings,
-                      api_error: Callable[[Exception], ProviderError]) -> StreamedReply:
+                      api_error: Callable[[Any], ProviderError]) -> StreamedReply:
     """Send ``kwargs`` streamed; the assembled ``Message``, the reply's headers, timing."""
     kwargs = kwargs | {"stream": True, "timeout": settings.sdk_timeout}
     starts: dict[int, Any] = {}

@@ -14,7 +14,7 @@ from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage
                                    http_error, malformed_reply, reply_shape, retry_after_seconds,
                                    status_of, unreadable_reply)
 from evalnb.providers.gemini_stream import read_stream
-from evalnb.providers.streaming import StreamSettings, since
+from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
 # google-genai's async path runs on httpx2, or on aiohttp when that is installed; neither
 # family of transport errors is wrapped by the SDK.
@@ -72,7 +72,7 @@ def api_error(error: errors.APIError) -> ProviderError:
 class GeminiProvider:
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
                  concurrency: int, timeout: float, api_version: str | None = None,
-                 role: str = "model", stream: StreamSettings = StreamSettings()) -> None:
+                 role: str = "model", stream: StreamSettings = DEFAULT_SETTINGS) -> None:
         self.model, self.concurrency, self.stream = model, concurrency, stream
         options = types.HttpOptions(base_url=base_url, api_version=api_version or "v1beta",
                                     timeout=int(timeout * 1000))   # milliseconds; none by default

@@ -21,7 +21,7 @@ from evalnb.providers.base import ProviderError, unreadable_reply
 from evalnb.providers.streaming import StreamedReply, StreamSettings, StreamWatch
 
 
-def classifier(api_error: Callable[[Exception], ProviderError]) -> Callable[[Exception], ProviderError]:
+def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception], ProviderError]:
     def classify(error: Exception) -> ProviderError:
         if isinstance(error, errors.APIError):
             return api_error(error)
@@ -33,7 +33,7 @@ def classifier(api_error: Callable[[Exception], ProviderError]) -> Callable[[Exc
 
 async def read_stream(client: genai.Client, model: str, contents: list[types.Content],
                       config: types.GenerateContentConfig, settings: StreamSettings,
-                      api_error: Callable[[Exception], ProviderError]) -> StreamedReply:
+                      api_error: Callable[[Any], ProviderError]) -> StreamedReply:
     """Send the request streamed; the assembled ``GenerateContentResponse``, no headers, timing."""
     config = config.model_copy(update={"http_options": types.HttpOptions(timeout=int(settings.sdk_timeout * 1000))})
     text: list[str] = []

@@ -15,7 +15,7 @@ from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage
                                    retry_after_seconds, shared_tls_context,
                                    status_of, unreadable_reply)
 from evalnb.providers.openai_stream import read_stream, reasoning_of
-from evalnb.providers.streaming import StreamSettings, since
+from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
 
 def sdk_error(error: Exception) -> ProviderError:
@@ -72,7 +72,7 @@ def completion_of(response: Any, *, request_id: str | None, headers: Mapping[str
 class OpenAIProvider:
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
                  concurrency: int, timeout: float, token_param: str = "max_tokens",
-                 role: str = "model", observe_quota: bool = False, stream: StreamSettings = StreamSettings()) -> None:
+                 role: str = "model", observe_quota: bool = False, stream: StreamSettings = DEFAULT_SETTINGS) -> None:
         self.model, self.concurrency, self.token_param, self.stream = model, concurrency, token_param, stream
         self.observe_quota = observe_quota   # read the reply's rate-limit headers (paced endpoints)
         # SDK retries off: the runner's policy owns every attempt (reading 6). The aiohttp

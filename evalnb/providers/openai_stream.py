@@ -21,7 +21,7 @@ from evalnb.providers.base import ProviderError, unreadable_reply
 from evalnb.providers.streaming import StreamedReply, StreamSettings, StreamWatch
 
 
-def classifier(api_error: Callable[[Exception], ProviderError]) -> Callable[[Exception], ProviderError]:
+def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception], ProviderError]:
     """What a failure of a streamed call is: the SDK's API errors as ``api_error`` reads them
     (the provider's own classification), a malformed event a malformed reply (reading 18),
     anything else from the connection transient."""
@@ -44,7 +44,7 @@ def reasoning_of(part: Any) -> str | None:
 
 
 async def read_stream(client: openai.AsyncOpenAI, body: dict[str, Any], settings: StreamSettings,
-                      api_error: Callable[[Exception], ProviderError]) -> StreamedReply:
+                      api_error: Callable[[Any], ProviderError]) -> StreamedReply:
     """Send ``body`` streamed; the assembled ``ChatCompletion``, the reply's headers, timing."""
     body = body | {"stream": True, "stream_options": {"include_usage": True}}
     text: list[str] = []
@@ -80,7 +80,7 @@ async def read_stream(client: openai.AsyncOpenAI, body: dict[str, Any], settings
             await stream.close()
         if finish is None or first is None:
             raise watch.incomplete("its finish_reason")
-    extra = {"reasoning_content": "".join(reasoning)} if reasoning else {}
+    extra: dict[str, Any] = {"reasoning_content": "".join(reasoning)} if reasoning else {}
     message = ChatCompletionMessage.model_construct(role="assistant", content="".join(text) if text else None,
                                                     refusal="".join(refusal) or None, **extra)
     response = ChatCompletion.model_construct(

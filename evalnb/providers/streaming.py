@@ -77,6 +77,9 @@ class StreamSettings:
                        latency=latency, streamed=streamed)
 
 
+DEFAULT_SETTINGS = StreamSettings()   # a provider built without an endpoint's settings
+
+
 def settings_of(endpoint: Any) -> StreamSettings:
     """The settings of a configured endpoint (an ``EndpointConfig``; duck-typed, as providers
     sit below the configuration)."""
@@ -162,7 +165,7 @@ class StreamWatch:
         return f"{self.chars:,} characters in {self.events:,} events received"
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                        tb: TracebackType | None) -> bool:
+                        tb: TracebackType | None) -> None:   # never swallows: re-raises, classified
         self._handle.cancel()   # first, before any await: the timer cannot fire after this
         self.ended = self._loop.time()
         if self._fired is not None:
@@ -171,7 +174,7 @@ class StreamWatch:
             raise ProviderError("transient", f"stream stalled: {self._fired}; {self.so_far()}",
                                 code="stream_timeout") from None
         if error is None or not isinstance(error, Exception):
-            return False   # done, or cancelled from outside: not this call's failure
+            return None   # done, or cancelled from outside: not this call's failure
         failure = error if isinstance(error, ProviderError) else self.classify(error)
         if self.events and failure.code == "malformed_reply":   # reading 18, part-way through
             failure = ProviderError("transient", f"{failure.message}; {self.so_far()}", code=failure.code)
