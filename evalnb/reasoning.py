@@ -55,7 +55,7 @@ def reasoning_field(text: str | None) -> dict[str, Any] | None:
         return None
     kept = text
     if len(text) > REASONING_KEPT:
-        head, tail = text[: REASONING_KEPT * 2 // 3], text[-(REASONING_KEPT // 3):]
+        head, tail = text[: REASONING_KEPT * 2 // 3], text[-(REASONING_KEPT - REASONING_KEPT * 2 // 3):]
         kept = f"{head}\n[... {len(text) - len(head) - len(tail):,} characters of reasoning not kept ...]\n{tail}"
     return {"chars": len(text), "text": redact(kept), "truncated": len(text) > REASONING_KEPT}
 
