@@ -25,10 +25,12 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff check evalnb tests bench
 	$(BIN)/python -m mypy
 
-# The runner alone, then the whole `evalnb run` command (bench/README.md); BENCH_ARGS=--quick: 1 repeat.
+# The runner alone, then the whole `evalnb run` command, then every call streamed beside none
+# (bench/README.md); BENCH_ARGS=--quick: 1 repeat of the command benchmark.
 bench: $(STAMP)
 	$(BIN)/python bench/bench_runner.py
 	$(BIN)/python bench/bench_command.py $(BENCH_ARGS)
+	$(BIN)/python bench/bench_stream.py
 
 # About 15 minutes: faults, kills and a concurrent run against the fake server (not part of test).
 soak: $(STAMP)

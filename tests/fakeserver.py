@@ -43,7 +43,8 @@ In-process use::
 Out-of-process use (benchmarks)::
 
     python -m tests.fakeserver --latency 0.2 [--port 0] [--reply-text TEXT] \
-        [--fault-rate 0.2 --fault-seed 0 --fault-kinds 429,500,cutoff --timeout-hang 60]
+        [--fault-rate 0.2 --fault-seed 0 --fault-kinds 429,500,cutoff --timeout-hang 60] \
+        [--token-rate 400 --stream-chunk-chars 16]
 
 prints ``READY http://127.0.0.1:PORT`` once listening and serves until
 SIGTERM/SIGINT.
@@ -1247,12 +1248,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds a 429_hint fault asks the client to wait")
     parser.add_argument("--timeout-hang", type=float, default=60.0,
                         help="seconds a hang fault waits before answering (above the client timeout)")
+    parser.add_argument("--token-rate", type=float, default=None,
+                        help="output tokens per second (about 4 characters each): streams are paced, "
+                             "non-streamed replies wait for the whole generation")
+    parser.add_argument("--stream-chunk-chars", type=int, default=CHUNK_CHARS,
+                        help="characters of text per streamed event")
     args = parser.parse_args(argv)
 
     server = FakeLLMServer(latency=args.latency, fault_rate=args.fault_rate, fault_seed=args.fault_seed,
                            fault_kinds=args.fault_kinds, fault_hint=args.fault_hint,
                            timeout_hang=args.timeout_hang)
     server.port = args.port
+    server.token_rate, server.stream_chunk_chars = args.token_rate, args.stream_chunk_chars
     server.keep_requests = False  # nobody can read them from another process
     server.responder = functools.partial(default_benchmark_responder, reply_text=args.reply_text)
     asyncio.run(_serve_cli(server))

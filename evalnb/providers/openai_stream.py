@@ -102,9 +102,9 @@ async def read_stream(client: openai.AsyncOpenAI, body: dict[str, Any], settings
                 choices = chunk.get("choices")
                 if not choices:
                     continue
-                choice = choices[0] if isinstance(choices, list) and isinstance(choices[0], dict) else None
-                delta = choice.get("delta") if choice is not None else None
-                if not isinstance(delta, dict):
+                choice = choices[0] if isinstance(choices, list) else None
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                if not isinstance(choice, dict) or not isinstance(delta, dict):
                     raise malformed_reply(data, "an event without choices[0].delta")
                 for pieces, value in ((text, delta.get("content")), (refusal, delta.get("refusal")),
                                       (reasoning, delta.get("reasoning_content") or delta.get("reasoning"))):
