@@ -1,14 +1,18 @@
 """Streaming's cost: the 481-task workload with every call streamed beside the same workload
 not streamed, against a fake server that generates at a fixed token rate.
 
-    python bench/bench_stream.py                     # C=16, 400 tokens/s, one repeat
-    python bench/bench_stream.py --repeat 3 --token-rate 200
+    python bench/bench_stream.py                     # C=16, 400 tokens/s, one repeat, two reply lengths
+    python bench/bench_stream.py --repeat 3 --token-rate 200 --reply-chars 30 4000
 
 The server (``python -m tests.fakeserver --latency L --token-rate R``, its own process) takes
 ``L`` seconds to a first token and then generates at ``R`` tokens per second (about four
 characters a token): a streamed reply sends an event of 16 characters every 4/R seconds, a
 non-streamed one waits for the whole generation and then answers at once. The contestant's
-reply is ``--reply-chars`` characters; the judges' replies are the fake server's short verdict.
+reply is each of ``--reply-chars`` in turn: by default the workload's own (bench_runner.py's
+30-character answer, two events) and a 1,200-character answer (75 events); the judges' replies
+are the fake server's short verdict (three events). Streaming's CPU grows with the events a call
+receives (each is a wakeup of the event loop, a read and a JSON decode), so the figures are
+given per event too: ``(streamed - not streamed CPU per call) / events per call``.
 Each configuration runs open_run, generate, judge and aggregate in a fresh subprocess (as
 bench_runner.py does), with ``stream: true`` or ``stream: false`` on every endpoint.
 
@@ -82,8 +86,8 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
                                            if stream else None)}
 
 
-def start_server(args: Any, log: Path) -> tuple[subprocess.Popen[str], str]:
-    reply = ("The document answers the question in its third section. " * 100)[:args.reply_chars]
+def start_server(args: Any, reply_chars: int, log: Path) -> tuple[subprocess.Popen[str], str]:
+    reply = ("The answer is in the document. " * (reply_chars // 31 + 1))[:reply_chars]
     server = subprocess.Popen([sys.executable, "-m", "tests.fakeserver", "--latency", str(args.latency),
                                "--token-rate", str(args.token_rate), "--reply-text", reply],
                               cwd=REPO, stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
@@ -92,6 +96,13 @@ def start_server(args: Any, log: Path) -> tuple[subprocess.Popen[str], str]:
         server.terminate()
         raise RuntimeError(f"fake server did not start ({line!r}); see {log}")
     return server, line.split(" ", 1)[1] + "/v1"
+
+
+def events_per_call(reply_chars: int) -> float:
+    """Events a streamed call of this workload receives: its text in 16-character events,
+    plus the role, finish, usage and [DONE] events; the judges' verdict likewise."""
+    model, judge = -(-reply_chars // 16) + 4, -(-JUDGE_REPLY_CHARS // 16) + 4
+    return (model + JUDGES * judge) / (1 + JUDGES)
 
 
 def spawn(spec: dict[str, Any], log: Path) -> dict[str, Any]:
@@ -108,7 +119,8 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--latency", type=float, default=0.2, help="seconds to the first token")
     p.add_argument("--token-rate", type=float, default=400.0, help="output tokens per second")
-    p.add_argument("--reply-chars", type=int, default=1200, help="characters of the contestant's reply")
+    p.add_argument("--reply-chars", type=int, nargs="+", default=[30, 1200],
+                   help="characters of the contestant's reply, one configuration each")
     p.add_argument("--tasks", type=int, default=481)
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--seed", type=int, default=20260)
@@ -119,56 +131,83 @@ def main() -> int:
         return 0
 
     started, tmp = time.perf_counter(), Path(tempfile.mkdtemp(prefix="evalnb-bench-stream-"))
-    ideal = ideal_seconds(args.tasks, args.concurrency, args.latency, args.token_rate, args.reply_chars)
-    rows: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
-    server, url = start_server(args, tmp / "fakeserver.log")
+    configs: list[dict[str, Any]] = []
     try:
         work = make_workload(tmp / "workload", tasks=args.tasks, seed=args.seed, big=False)
-        for i in range(args.repeat):
-            for stream in (False, True):
-                spec = {"concurrency": args.concurrency, "url": url, "workload": work, "stream": stream,
-                        "out": str(tmp / f"run-{stream}-{i}")}
-                r = spawn(spec, tmp / "worker.log")
-                r["ideal_s"], r["ratio"] = ideal, ideal / r["wall_s"]
-                rows[stream].append(r)
-                print(f"{'streamed' if stream else 'not streamed'} #{i + 1}: wall {r['wall_s']:.2f}s (ideal {ideal:.2f}) "
-                      f"CPU {r['cpu_ms_per_call']:.2f} ms/call RSS {r['peak_rss_mb']:.0f} MB", flush=True)
-                shutil.rmtree(spec["out"])
+        for chars in args.reply_chars:
+            ideal = ideal_seconds(args.tasks, args.concurrency, args.latency, args.token_rate, chars)
+            rows: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+            server, url = start_server(args, chars, tmp / "fakeserver.log")
+            try:
+                for i in range(args.repeat):
+                    for stream in (False, True):
+                        spec = {"concurrency": args.concurrency, "url": url, "workload": work, "stream": stream,
+                                "out": str(tmp / f"run-{chars}-{stream}-{i}")}
+                        r = spawn(spec, tmp / "worker.log")
+                        r["ideal_s"], r["ratio"] = ideal, ideal / r["wall_s"]
+                        rows[stream].append(r)
+                        print(f"reply {chars} chars, {'streamed' if stream else 'not streamed'} #{i + 1}: "
+                              f"wall {r['wall_s']:.2f}s (ideal {ideal:.2f}) CPU {r['cpu_ms_per_call']:.2f} ms/call "
+                              f"RSS {r['peak_rss_mb']:.0f} MB", flush=True)
+                        shutil.rmtree(spec["out"])
+            finally:
+                server.terminate()
+                server.wait(10)
+            configs.append(summary(chars, ideal, rows))
     finally:
-        server.terminate()
-        server.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    def med(stream: bool, key: str) -> float:
-        return statistics.median(r[key] for r in rows[stream])
-
-    print(f"\nT={args.tasks} C={args.concurrency}, {args.latency} s to the first token, {args.token_rate:g} tokens/s, "
-          f"contestant reply {args.reply_chars} characters; ideal {ideal:.2f} s = (T/C)(L + g_model) + (3T/C)(L + g_judge)")
-    head = f"{'row':<16}{'calls':>6}{'streamed':>9}{'wall s':>8}{'ideal s':>8}{'ratio':>7}{'CPU ms/call':>12}{'peak RSS MB':>12}"
-    print(head + "\n" + "-" * len(head))
-    for stream in (False, True):
-        r = rows[stream][0]
-        print(f"{'streamed' if stream else 'not streamed':<16}{r['calls']:>6}{r['streamed_calls']:>9}"
-              f"{med(stream, 'wall_s'):>8.2f}{ideal:>8.2f}{med(stream, 'ratio'):>7.2f}"
-              f"{med(stream, 'cpu_ms_per_call'):>12.2f}{med(stream, 'peak_rss_mb'):>12.0f}")
-        if r["statuses"] != ["ok"] and set(r["statuses"]) - {"ok", "out_of_context"}:
-            print(f"   WARNING: statuses {r['statuses']}")
-    cpu_ratio = med(True, "cpu_ms_per_call") / med(False, "cpu_ms_per_call")
-    wall_ok = med(True, "ratio") >= med(False, "ratio") * (1 - TARGET_WALL_SLACK)
-    targets = [f"streamed CPU per call {cpu_ratio:.2f}x the non-streamed <= {TARGET_CPU_RATIO}  "
-               f"{'PASS' if cpu_ratio <= TARGET_CPU_RATIO else 'MISS'}",
-               f"streamed wall {med(True, 'wall_s'):.2f}s vs {med(False, 'wall_s'):.2f}s not streamed, "
-               f"ideal {ideal:.2f}s (ratio {med(True, 'ratio'):.2f} vs {med(False, 'ratio'):.2f})  "
-               f"{'PASS' if wall_ok else 'MISS'}"]
-    print("\ntargets:\n  " + "\n  ".join(targets))
+    targets = report(configs, args)
     RESULTS.write_text(json.dumps({
         "date": datetime.date.today().isoformat(), "bench_seconds": round(time.perf_counter() - started),
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
-        "args": {k: v for k, v in vars(args).items() if k != "worker"}, "ideal_s": ideal,
-        "not_streamed": rows[False], "streamed": rows[True], "cpu_ratio": cpu_ratio, "targets": targets,
+        "args": {k: v for k, v in vars(args).items() if k != "worker"}, "configs": configs, "targets": targets,
     }, indent=2) + "\n")
     print(f"\n{time.perf_counter() - started:.0f}s; figures in {RESULTS.relative_to(REPO)}")
     return 0
+
+
+def summary(chars: int, ideal: float, rows: dict[bool, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Medians over the repeats, and streaming's CPU per call and per event."""
+    def med(stream: bool, key: str) -> float:
+        return round(statistics.median(r[key] for r in rows[stream]), 4)
+
+    out: dict[str, Any] = {"reply_chars": chars, "ideal_s": round(ideal, 3), "events_per_call": events_per_call(chars)}
+    for stream, name in ((False, "not_streamed"), (True, "streamed")):
+        out[name] = {k: med(stream, k) for k in ("wall_s", "ratio", "cpu_ms_per_call", "peak_rss_mb")} | {
+            "calls": rows[stream][0]["calls"], "streamed_calls": rows[stream][0]["streamed_calls"],
+            "statuses": rows[stream][0]["statuses"], "repeats": rows[stream]}
+    extra = out["streamed"]["cpu_ms_per_call"] - out["not_streamed"]["cpu_ms_per_call"]
+    out["cpu_ratio"] = round(out["streamed"]["cpu_ms_per_call"] / out["not_streamed"]["cpu_ms_per_call"], 3)
+    out["cpu_us_per_event"] = round(extra * 1000 / out["events_per_call"], 1)
+    return out
+
+
+def report(configs: list[dict[str, Any]], args: Any) -> list[str]:
+    print(f"\nT={args.tasks} C={args.concurrency}, {args.latency} s to the first token, {args.token_rate:g} tokens/s; "
+          "ideal = (T/C)(L + g_model) + (3T/C)(L + g_judge), g = reply characters / 4 / rate")
+    head = (f"{'row':<26}{'calls':>6}{'streamed':>9}{'wall s':>8}{'ideal s':>8}{'ratio':>7}{'CPU ms/call':>12}"
+            f"{'peak RSS MB':>12}")
+    print(head + "\n" + "-" * len(head))
+    targets = []
+    for c in configs:
+        for name in ("not_streamed", "streamed"):
+            r = c[name]
+            label = f"reply {c['reply_chars']}: {name.replace('_', ' ')}"
+            print(f"{label:<26}{r['calls']:>6}{r['streamed_calls']:>9}{r['wall_s']:>8.2f}{c['ideal_s']:>8.2f}"
+                  f"{r['ratio']:>7.2f}{r['cpu_ms_per_call']:>12.2f}{r['peak_rss_mb']:>12.0f}")
+            if set(r["statuses"]) - {"ok", "out_of_context"}:
+                print(f"   WARNING: statuses {r['statuses']}")
+        print(f"{'':<26}streaming: {c['cpu_ratio']:.2f}x CPU per call, {c['events_per_call']:.1f} events per call, "
+              f"{c['cpu_us_per_event']:.0f} us CPU per event")
+        wall_ok = c["streamed"]["ratio"] >= c["not_streamed"]["ratio"] * (1 - TARGET_WALL_SLACK)
+        targets += [f"reply {c['reply_chars']}: streamed CPU per call {c['cpu_ratio']:.2f}x the non-streamed "
+                    f"<= {TARGET_CPU_RATIO}  {'PASS' if c['cpu_ratio'] <= TARGET_CPU_RATIO else 'MISS'}",
+                    f"reply {c['reply_chars']}: streamed wall {c['streamed']['wall_s']:.2f}s vs "
+                    f"{c['not_streamed']['wall_s']:.2f}s not streamed, ideal {c['ideal_s']:.2f}s (ratio "
+                    f"{c['streamed']['ratio']:.2f} vs {c['not_streamed']['ratio']:.2f})  {'PASS' if wall_ok else 'MISS'}"]
+    print("\ntargets:\n  " + "\n  ".join(targets))
+    return targets
 
 
 if __name__ == "__main__":

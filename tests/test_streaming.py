@@ -225,3 +225,19 @@ def test_a_gateway_drops_a_long_silent_generation_that_streaming_survives(server
     assert silent.attempts == 2
     streamed = outcome(endpoint(sdk, server, stream=True), ChatRequest("q", 64, 0.1), policy)
     assert streamed.completion.text == answer and streamed.attempts == 1
+
+
+def test_server_sent_events_are_split_whatever_the_reads() -> None:
+    """Events split across reads, CRLF line ends (a CR and its LF in two reads), multi-line
+    data, comments and other fields: the data of each whole event, in order."""
+    from evalnb.providers.streaming import EventSplitter
+
+    wire = (b': a comment\r\nevent: x\r\ndata: {"a": 1}\r\n\r\ndata: first line\ndata:second\n\n'
+            b"id: 7\ndata: [DONE]\n\n")
+    for size in (1, 2, 3, 7, len(wire)):
+        splitter = EventSplitter()
+        found = [d for i in range(0, len(wire), size) for d in splitter.feed(wire[i:i + size])]
+        assert found == [b'{"a": 1}', b"first line\nsecond", b"[DONE]"], size
+        assert splitter.end() == []
+    tail = EventSplitter()
+    assert tail.feed(b"data: cut off without its blank line") == [] and tail.end() == [b"cut off without its blank line"]
