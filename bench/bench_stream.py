@@ -12,7 +12,9 @@ reply is each of ``--reply-chars`` in turn: by default the workload's own (bench
 30-character answer, two events) and a 1,200-character answer (75 events); the judges' replies
 are the fake server's short verdict (three events). Streaming's CPU grows with the events a call
 receives (each is a wakeup of the event loop, a read and a JSON decode), so the figures are
-given per event too: ``(streamed - not streamed CPU per call) / events per call``.
+given per event too: ``(streamed - not streamed CPU per call) / events per call``; and a last
+measurement puts evalnb's cost per event beside a bare aiohttp client's (the event loop's
+floor) and the openai SDK's own typed-chunk iterator, on the same paced streams.
 Each configuration runs open_run, generate, judge and aggregate in a fresh subprocess (as
 bench_runner.py does), with ``stream: true`` or ``stream: false`` on every endpoint.
 
@@ -86,6 +88,67 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
                                            if stream else None)}
 
 
+PER_EVENT_CALLS = 400
+
+
+def per_event_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """CPU per streamed event over the same paced 1,200-character streams (16 in flight): a bare
+    aiohttp client that only reads the bytes, streamed and not (the event loop's floor), the
+    openai SDK's own typed-chunk iterator, and evalnb's OpenAI provider streamed and not."""
+    import asyncio
+
+    import aiohttp
+    import openai
+    import uvloop
+
+    from evalnb.config import EndpointConfig
+    from evalnb.providers import make_provider
+    from evalnb.providers.base import ChatRequest
+
+    url, n = spec["url"], PER_EVENT_CALLS
+    body = {"model": "m", "messages": [{"role": "user", "content": "q" * 1000}], "max_tokens": 64}
+
+    async def measure(one: Any) -> float:
+        await one()   # warm: imports, first connection
+        gate = asyncio.Semaphore(16)
+
+        async def gated() -> None:
+            async with gate:
+                await one()
+        cpu = time.process_time()
+        await asyncio.gather(*(gated() for _ in range(n)))
+        return (time.process_time() - cpu) / n * 1000
+
+    async def main() -> dict[str, float]:
+        out: dict[str, float] = {}
+        async with aiohttp.ClientSession() as session:
+            for stream in (True, False):
+                async def bare(stream: bool = stream) -> None:
+                    async with session.post(url + "/chat/completions", json=body | {"stream": stream}) as response:
+                        async for _ in response.content.iter_any():
+                            pass
+                out[f"bare aiohttp {'streamed' if stream else 'not streamed'}"] = await measure(bare)
+        client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0, http_client=openai.DefaultAioHttpClient())
+
+        async def sdk() -> None:
+            async for _ in await client.chat.completions.create(**body, stream=True):
+                pass
+        out["openai SDK typed chunks"] = await measure(sdk)
+        await client.close()
+        for stream in (True, False):
+            provider = make_provider(EndpointConfig(provider="openai", name="m", base_url=url, concurrency=16,
+                                                    stream=stream))
+            assert provider is not None
+
+            async def call(provider: Any = provider) -> None:
+                await provider.complete(ChatRequest("q" * 1000, 64))
+            out[f"evalnb {'streamed' if stream else 'not streamed'}"] = await measure(call)
+            await provider.aclose()
+        return out
+
+    return uvloop.run(main())
+
+
 def start_server(args: Any, reply_chars: int, log: Path) -> tuple[subprocess.Popen[str], str]:
     reply = ("The answer is in the document. " * (reply_chars // 31 + 1))[:reply_chars]
     server = subprocess.Popen([sys.executable, "-m", "tests.fakeserver", "--latency", str(args.latency),
@@ -127,7 +190,8 @@ def main() -> int:
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
-        print(json.dumps(worker(json.loads(args.worker))))
+        spec = json.loads(args.worker)
+        print(json.dumps(per_event_worker(spec) if spec.get("per_event") else worker(spec)))
         return 0
 
     started, tmp = time.perf_counter(), Path(tempfile.mkdtemp(prefix="evalnb-bench-stream-"))
@@ -154,14 +218,28 @@ def main() -> int:
                 server.terminate()
                 server.wait(10)
             configs.append(summary(chars, ideal, rows))
+        server, url = start_server(args, 1200, tmp / "fakeserver.log")
+        try:
+            per_event = spawn({"per_event": True, "url": url}, tmp / "worker.log")
+        finally:
+            server.terminate()
+            server.wait(10)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     targets = report(configs, args)
+    events = -(-1200 // 16) + 4
+    print(f"\nCPU per call and per event, {PER_EVENT_CALLS} calls of 1,200 characters ({events} events) at "
+          f"{args.token_rate:g} tokens/s, 16 in flight (per event: beyond the same client not streamed):")
+    for name, ms in per_event.items():
+        base = per_event["bare aiohttp not streamed" if name.startswith("bare") else "evalnb not streamed"]
+        extra = f"{(ms - base) * 1000 / events:>8.0f} us/event" if "not streamed" not in name else ""
+        print(f"  {name:<28}{ms:>7.2f} ms/call{extra}")
     RESULTS.write_text(json.dumps({
         "date": datetime.date.today().isoformat(), "bench_seconds": round(time.perf_counter() - started),
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "args": {k: v for k, v in vars(args).items() if k != "worker"}, "configs": configs, "targets": targets,
+        "per_event_ms_per_call": per_event,
     }, indent=2) + "\n")
     print(f"\n{time.perf_counter() - started:.0f}s; figures in {RESULTS.relative_to(REPO)}")
     return 0
