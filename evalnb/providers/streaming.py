@@ -39,7 +39,6 @@ from evalnb.types import Latency
 
 AUTO_STREAM_ABOVE = 16_384     # output tokens: a larger budget streams under `stream: auto`
 SDK_TIMEOUT_MARGIN = 60.0      # seconds the SDK's own timeout of a stream lies past max_call_seconds
-STREAM_MODES = ("auto", True, False)
 
 
 @dataclass(frozen=True)
