@@ -25,12 +25,13 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff check evalnb tests bench examples
 	$(BIN)/python -m mypy
 
-# The runner alone, then the whole `evalnb run` command, then `evalnb suite` (bench/README.md);
-# BENCH_ARGS=--quick: 1 repeat of the command benchmark and the suite's small configuration.
+# The runner alone, the whole `evalnb run` command, `evalnb suite`, then every call streamed beside none
+# (bench/README.md); BENCH_ARGS=--quick: 1 repeat of the command benchmark and the suite's small configuration.
 bench: $(STAMP)
 	$(BIN)/python bench/bench_runner.py
 	$(BIN)/python bench/bench_command.py $(BENCH_ARGS)
 	$(BIN)/python bench/bench_suite.py $(BENCH_ARGS)
+	$(BIN)/python bench/bench_stream.py
 
 # About 15 minutes: faults, kills and a concurrent run against the fake server (not part of test).
 soak: $(STAMP)

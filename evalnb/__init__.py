@@ -17,7 +17,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     **dict.fromkeys(("Run", "open_run", "generate", "judge", "aggregate"), "evalnb.stages.pipeline"),
     **dict.fromkeys(("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
-                     "budget_table", "breakdown", "benchmark_figure", "benchmark_tables", "tasks"), "evalnb.stages.report"),
+                     "budget_table", "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "latency_table",
+                     "reasoning_table"), "evalnb.stages.report"),
     **dict.fromkeys(("open_compare", "leaderboard", "leaderboard_figure", "paired_differences", "repeats_table",
                      "save_compare"), "evalnb.stages.compare"),
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
@@ -31,7 +32,7 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
            "benchmark_figure", "benchmark_tables", "tasks", "open_compare", "leaderboard", "leaderboard_figure",
            "paired_differences", "repeats_table", "save_compare", "judge_means", "judge_agreement",
            "disagreements", "benchmark_analysis", "benchmark_compare_figure", "show",
-           "batches_table", "about"]   # the keys of _EXPORTS
+           "batches_table", "about", "latency_table", "reasoning_table"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
     from evalnb.execution.batch.views import batches_table
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from evalnb.stages.evidence import show
     from evalnb.stages.provenance import about
     from evalnb.stages.report import (benchmark_figure, benchmark_tables, breakdown, budget_table, headline,
-                               judge_distributions, score_histogram, status_breakdown, tasks, usage_table)
+                               judge_distributions, latency_table, reasoning_table, score_histogram, status_breakdown, tasks, usage_table)
 
 
 def __getattr__(name: str) -> Any:

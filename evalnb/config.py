@@ -25,7 +25,7 @@ from evalnb.core.errors import ConfigError
 from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.core.types import RetryPolicy
 from evalnb.core.redaction import SECRET_NAME, SECRET_VALUE
-from evalnb.providers import BATCH_PROVIDERS, PROVIDERS, REGISTRY
+from evalnb.providers import BATCH_PROVIDERS, PROVIDERS, REGISTRY, STREAMING_PROVIDERS
 
 MODES = ("live", "batch")
 RESEND = ("batch", "live")
@@ -179,11 +179,19 @@ def _endpoint(raw: Any, role: str, default_concurrency: int, source: str) -> End
 def _check_types(e: EndpointConfig, role: str) -> None:
     def bad(key: str, what: str) -> ConfigError:
         return ConfigError(f"{role}.{key}: expected {what}, got {getattr(e, key)!r}")
-    for key in ("reasoning", "send_temperature", "approximation"):
+    for key in ("reasoning", "send_temperature", "approximation", "strip_think"):
         if not isinstance(getattr(e, key), bool):
             raise bad(key, "true or false")
-    if not isinstance(e.timeout, (int, float)) or isinstance(e.timeout, bool) or e.timeout <= 0:
-        raise bad("timeout", "a positive number of seconds")
+    for key in ("timeout", "stream_idle_timeout", "max_call_seconds"):
+        value = getattr(e, key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise bad(key, "a positive number of seconds")
+    if not (e.stream == "auto" or isinstance(e.stream, bool)):
+        raise bad("stream", "auto, true or false")
+    for key, default in (("stream", "auto"), ("strip_think", False)):
+        if e.provider not in STREAMING_PROVIDERS and getattr(e, key) != default:
+            raise bad(key, f"it unset on a {e.provider} endpoint (only {', '.join(STREAMING_PROVIDERS)} "
+                           "endpoints have it)")
     if e.concurrency is not None and (not isinstance(e.concurrency, int) or e.concurrency < 1):
         raise bad("concurrency", "a positive integer")
     if e.caps is not None:

@@ -9,6 +9,15 @@ only) that speaks just enough of each API's non-streaming JSON wire format:
 * Anthropic ``POST /v1/messages``
 * Gemini  ``POST /v1beta/models/{model}:generateContent`` (also ``/v1/...``)
 
+and each one's streamed form (OpenAI and Anthropic ``"stream": true``, Gemini
+``:streamGenerateContent?alt=sse``), rendered by tests/fakestream.py, paced at
+:attr:`FakeLLMServer.token_rate` tokens per second when set. :class:`StreamCut`,
+:class:`StreamStall` and :class:`MalformedEvent` break a stream part-way; ``Text(reasoning=...)``
+carries reasoning in each API's own field (``reasoning_content``, a ``thinking`` block, a thought
+part), streamed or not. :attr:`FakeLLMServer.gateway_timeout` plays a gateway in front: a
+non-streamed request that has sent nothing for that many seconds gets a 504 page, and a stream
+silent that long is dropped.
+
 Replies are scripted with :class:`Text`, :class:`Refusal`, :class:`Empty`,
 :class:`Error` and :class:`Hang`, and with the ways a real endpoint or gateway
 breaks a reply: :class:`Reset` (connection closed mid-body), :class:`CutOff`
@@ -34,7 +43,8 @@ In-process use::
 Out-of-process use (benchmarks)::
 
     python -m tests.fakeserver --latency 0.2 [--port 0] [--reply-text TEXT] \
-        [--fault-rate 0.2 --fault-seed 0 --fault-kinds 429,500,cutoff --timeout-hang 60]
+        [--fault-rate 0.2 --fault-seed 0 --fault-kinds 429,500,cutoff --timeout-hang 60] \
+        [--token-rate 400 --stream-chunk-chars 16]
 
 prints ``READY http://127.0.0.1:PORT`` once listening and serves until
 SIGTERM/SIGINT.
@@ -45,6 +55,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -62,6 +73,8 @@ from http import HTTPStatus
 from typing import Any, Callable, Iterable, Union
 from urllib.parse import unquote
 
+from tests.fakestream import CHUNK_CHARS, RENDERERS as STREAM_RENDERERS, Script, Timing, write_stream
+
 __all__ = [
     "FakeLLMServer",
     "Text",
@@ -75,6 +88,9 @@ __all__ = [
     "NotJson",
     "Html",
     "WrongShape",
+    "StreamCut",
+    "StreamStall",
+    "MalformedEvent",
     "FAULT_KINDS",
     "CONTEXT_STYLES",
     "fault_reply",
@@ -93,10 +109,12 @@ __all__ = [
 
 @dataclass
 class Text:
-    """A normal completion. ``finish`` is ``"stop"`` or ``"length"``."""
+    """A normal completion. ``finish`` is ``"stop"`` or ``"length"``. ``reasoning``: returned
+    apart from the answer, in the API's own field (none when empty)."""
 
     text: str
     finish: str = "stop"
+    reasoning: str = ""
 
 
 @dataclass
@@ -199,7 +217,36 @@ class WrongShape:
     null: bool = False
 
 
-Reply = Union[Text, Refusal, Empty, Error, Hang, Raw, Reset, CutOff, NotJson, Html, WrongShape]
+@dataclass
+class StreamCut:
+    """A streamed completion of ``text`` whose connection closes after ``fraction`` of its
+    events (no terminating chunk). Asked without streaming: a :class:`Reset`."""
+
+    text: str = "this answer never arrives whole"
+    fraction: float = 0.5
+
+
+@dataclass
+class StreamStall:
+    """A streamed completion of ``text`` that goes silent for ``seconds`` after ``fraction``
+    of its events, then goes on. Asked without streaming: the answer ``seconds`` late."""
+
+    text: str = "this answer stalls half-way"
+    fraction: float = 0.5
+    seconds: float = 3600.0
+
+
+@dataclass
+class MalformedEvent:
+    """A streamed completion of ``text`` with an event whose JSON stops half-way after
+    ``fraction`` of its events. Asked without streaming: a :class:`CutOff`."""
+
+    text: str = "this answer has a broken event"
+    fraction: float = 0.5
+
+
+Reply = Union[Text, Refusal, Empty, Error, Hang, Raw, Reset, CutOff, NotJson, Html, WrongShape,
+              StreamCut, StreamStall, MalformedEvent]
 
 
 @dataclass
@@ -212,6 +259,8 @@ class RecordedRequest:
     prompt: str  # "\n"-joined text of all user messages
     time: float  # time.monotonic() on arrival
     response: bytes = b""  # the reply body as sent (only the part sent, for a Reset)
+    streamed: bool = False  # asked for a stream (the body's "stream", Gemini's streamGenerateContent)
+    timing: Timing = dataclasses.field(default_factory=Timing)  # first token and last byte as sent
 
 
 def request_identity(api: str, model: str, prompt: str) -> str:
@@ -357,13 +406,20 @@ def _openai_response(reply: Reply, model: str, n: int, prompt_tokens: int) -> _R
 
     content: str | None
     refusal: str | None = None
+    reasoning = reply.reasoning if isinstance(reply, Text) else ""
     if isinstance(reply, Text):
         content, finish = reply.text, ("length" if reply.finish == "length" else "stop")
     elif isinstance(reply, Refusal):
         content, refusal, finish = None, reply.message, "content_filter"
     else:  # Empty
         content, finish = "", "stop"
-    completion_tokens = _estimate_tokens(content or refusal or "")
+    completion_tokens = _estimate_tokens(content or refusal or "") + _estimate_tokens(reasoning)
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
+    usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                             "total_tokens": prompt_tokens + completion_tokens}
+    if reasoning:   # as DeepSeek, Qwen and vLLM's reasoning parsers return it
+        message["reasoning_content"] = reasoning
+        usage["completion_tokens_details"] = {"reasoning_tokens": _estimate_tokens(reasoning)}
     body = {
         "id": f"chatcmpl-{n}",
         "object": "chat.completion",
@@ -373,15 +429,11 @@ def _openai_response(reply: Reply, model: str, n: int, prompt_tokens: int) -> _R
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": refusal},
+                "message": message,
                 "finish_reason": finish,
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        "usage": usage,
     }
     return 200, headers, body
 
@@ -399,8 +451,11 @@ def _anthropic_response(reply: Reply, model: str, n: int, prompt_tokens: int) ->
     output_tokens = 0
     if isinstance(reply, Text):
         content = [{"type": "text", "text": reply.text}]
-        output_tokens = _estimate_tokens(reply.text)
+        output_tokens = _estimate_tokens(reply.text) + _estimate_tokens(reply.reasoning)
         stop_reason = "max_tokens" if reply.finish == "length" else "end_turn"
+        if reply.reasoning:   # a thinking block first; no text block when the budget ran out in it
+            thinking = {"type": "thinking", "thinking": reply.reasoning, "signature": "sig"}
+            content = [thinking] + ([] if reply.finish == "length" and not reply.text else content)
     elif isinstance(reply, Refusal):
         stop_reason = "refusal"
     else:  # Empty
@@ -451,10 +506,13 @@ def _gemini_response(reply: Reply, model: str, n: int, prompt_tokens: int) -> _R
 
     candidate: dict[str, Any]
     output_tokens = 0
+    thoughts = 0
     if isinstance(reply, Text):
         output_tokens = _estimate_tokens(reply.text)
+        thoughts = _estimate_tokens(reply.reasoning)
+        parts = ([{"text": reply.reasoning, "thought": True}] if reply.reasoning else []) + [{"text": reply.text}]
         candidate = {
-            "content": {"role": "model", "parts": [{"text": reply.text}]},
+            "content": {"role": "model", "parts": parts},
             "finishReason": "MAX_TOKENS" if reply.finish == "length" else "STOP",
             "index": 0,
         }
@@ -467,7 +525,8 @@ def _gemini_response(reply: Reply, model: str, n: int, prompt_tokens: int) -> _R
         "usageMetadata": {
             "promptTokenCount": prompt_tokens,
             "candidatesTokenCount": output_tokens,
-            "totalTokenCount": prompt_tokens + output_tokens,
+            "totalTokenCount": prompt_tokens + output_tokens + thoughts,
+            **({"thoughtsTokenCount": thoughts} if thoughts else {}),
         },
         "modelVersion": f"{model}-fake-001",
         "responseId": f"resp_{n}",
@@ -580,7 +639,8 @@ def _check_fault_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
 # --------------------------------------------------------------------------
 
 # Gemini: /v1beta/models/gemini-2.5-flash:generateContent (model may have dots)
-_GEMINI_PATH = re.compile(r"^/(?:v1beta|v1|v1alpha)/(?:models/)?(?P<model>[^:]+):generateContent$")
+_GEMINI_PATH = re.compile(r"^/(?:v1beta|v1|v1alpha)/(?:models/)?(?P<model>[^:]+):(?P<method>generateContent|"
+                          r"streamGenerateContent)$")
 
 # StreamReader buffer limit.  It bounds the longest header block
 # (``readuntil``), and it is also the flow-control high-water mark: with the
@@ -615,6 +675,9 @@ class _Wire:
     # A successful answer to this request identity: counted when it goes out to a
     # client still waiting for it.
     success_of: str | None = None
+    # A stream: written by this instead of the payload; returns False when it closed part-way.
+    stream: Callable[[asyncio.StreamWriter], Any] | None = None
+    record: RecordedRequest | None = None   # whose timing the answer's last byte goes into
 
     @property
     def sent_payload(self) -> bytes:
@@ -752,6 +815,13 @@ class FakeLLMServer:
         # called with (request, unquoted path) and returns a reply, or None to pass.
         self.routes: list[Callable[[_HttpRequest, str], _Wire | None]] = []
         self.port: int = 0  # port to bind (0 = any free one); the bound port after start()
+        # Output tokens per second (about four characters a token) of every reply: a stream
+        # paces its events, a non-streamed reply comes once the whole generation is done.
+        self.token_rate: float | None = None
+        self.stream_chunk_chars: int = CHUNK_CHARS   # characters of text per streamed event
+        # Play a gateway in front: a non-streamed request that sent nothing for this many
+        # seconds gets a 504 page; a stream silent for this long is dropped.
+        self.gateway_timeout: float | None = None
 
         self._lock = threading.Lock()
         self._queues: dict[str | None, collections.deque[Reply]] = {}
@@ -944,10 +1014,18 @@ class FakeLLMServer:
                 )
                 # A client that timed out or was killed has closed its end: an answer
                 # it never reads is not a successful call.
+                if wire.stream is not None:
+                    if not await wire.stream(writer):
+                        break   # cut part-way, or dropped by the gateway: the connection goes
+                    if wire.success_of is not None:
+                        self._count_success(wire.success_of)
+                    continue
                 if wire.success_of is not None and not reader.at_eof():
                     self._count_success(wire.success_of)
                 writer.write(_render_http(wire, close))
                 await writer.drain()
+                if wire.record is not None:
+                    wire.record.timing.done_at = time.monotonic()
                 if close:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
@@ -970,12 +1048,14 @@ class FakeLLMServer:
 
         api: str | None = None
         url_model = ""
+        streamed = False
         if path == "/v1/chat/completions":
             api = "openai"
         elif path == "/v1/messages":
             api = "anthropic"
         elif m := _GEMINI_PATH.match(path):
             api, url_model = "gemini", m.group("model")
+            streamed = m.group("method") == "streamGenerateContent"
         if api is None or http_req.method != "POST":
             return _json_wire(404, {"error": {"message": f"Not found: {http_req.method} {path}", "code": 404}})
 
@@ -992,6 +1072,7 @@ class FakeLLMServer:
         else:
             model = str(body.get("model", ""))
             prompt, all_text = _messages_prompt(body)
+            streamed = body.get("stream") is True
 
         req = RecordedRequest(
             api=api,
@@ -1001,6 +1082,7 @@ class FakeLLMServer:
             model=model,
             prompt=prompt,
             time=arrival,
+            streamed=streamed,
         )
         if self.keep_requests:
             with self._lock:
@@ -1023,16 +1105,52 @@ class FakeLLMServer:
                 traceback.print_exc()
                 reply = Error(500, "fake server responder raised")
 
-        if self.latency > 0:
-            await asyncio.sleep(self.latency)
+        if streamed and isinstance(reply, (Text, Refusal, Empty, Hang, StreamCut, StreamStall, MalformedEvent)):
+            return await self._stream(req, reply, identity, _estimate_tokens(all_text))
+        reply = _unstreamed(reply)
+        wait = self.latency + (reply.seconds if isinstance(reply, Hang) else 0.0) + self._generation(reply)
+        if self.gateway_timeout is not None and wait > self.gateway_timeout:
+            await asyncio.sleep(self.gateway_timeout)   # nothing sent yet: the gateway gives up
+            wire = _Wire(504, {}, _GATEWAY_TIMEOUT.encode(), content_type="text/html; charset=utf-8")
+            req.response = wire.payload
+            return wire
+        if wait > 0:
+            await asyncio.sleep(wait)
         success = isinstance(reply, (Text, Refusal, Empty))   # a Hang's late answer is not
         if isinstance(reply, Hang):
-            await asyncio.sleep(reply.seconds)
             reply = Text("late")
         wire = self._render(api, reply, model, _estimate_tokens(all_text))
         wire.success_of = identity if success else None
+        wire.record = req
         req.response = wire.sent_payload
         return wire
+
+    def _generation(self, reply: Reply) -> float:
+        """Seconds the whole answer takes at the token rate (a non-streamed reply waits them)."""
+        if self.token_rate is None or not isinstance(reply, Text):
+            return 0.0
+        return (len(reply.text) + len(reply.reasoning)) / 4 / self.token_rate
+
+    async def _stream(self, req: RecordedRequest, reply: Reply, identity: str, prompt_tokens: int) -> _Wire:
+        """A streamed answer: its events go out from the connection handler, paced."""
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
+        success = isinstance(reply, (Text, Refusal, Empty))
+        if isinstance(reply, Hang):
+            await asyncio.sleep(reply.seconds)
+            reply = Text("late")
+        script = _script(reply)
+        include_usage = bool((req.body.get("stream_options") or {}).get("include_usage")) or req.api != "openai"
+        n = next(self._ids)
+        events = STREAM_RENDERERS[req.api](script, req.model, n, prompt_tokens, include_usage,
+                                           self.stream_chunk_chars)
+        headers = {"openai": {"x-request-id": f"req_{n}"}, "anthropic": {"request-id": f"req_{n}"}}.get(req.api, {})
+
+        def send(writer: asyncio.StreamWriter) -> Any:
+            return write_stream(writer, req.api, script, events, headers, token_rate=self.token_rate,
+                                gateway_timeout=self.gateway_timeout, timing=req.timing)
+
+        return _Wire(200, headers, b"", success_of=identity if success else None, stream=send, record=req)
 
     def _render(self, api: str, reply: Reply, model: str, prompt_tokens: int = 0) -> _Wire:
         n = next(self._ids)
@@ -1055,6 +1173,38 @@ class FakeLLMServer:
             reply = Error(500, f"fake server: unsupported reply {reply!r}")
         status, headers, body = _RENDERERS[api](reply, model, n, prompt_tokens)
         return _json_wire(status, body, headers)
+
+
+_GATEWAY_TIMEOUT = ("<!DOCTYPE html>\n<html><head><title>504 Gateway Timeout</title></head>\n"
+                    "<body><h1>504 Gateway Timeout</h1><p>The upstream server did not answer in time.</p>"
+                    "</body></html>\n")
+
+
+def _unstreamed(reply: Reply) -> Reply:
+    """A stream fault asked for without streaming: the nearest non-streamed fault."""
+    if isinstance(reply, StreamCut):
+        return Reset(reply.text, reply.fraction)
+    if isinstance(reply, StreamStall):
+        return Hang(reply.seconds)
+    if isinstance(reply, MalformedEvent):
+        return CutOff(reply.text, reply.fraction)
+    return reply
+
+
+def _script(reply: Reply) -> Script:
+    """What a streamed reply carries and how it breaks (tests/fakestream.py)."""
+    if isinstance(reply, Text):
+        return Script(reply.text, reply.reasoning, "length" if reply.finish == "length" else "stop")
+    if isinstance(reply, Refusal):
+        return Script(finish="refusal", refusal=reply.message)
+    if isinstance(reply, Empty):
+        return Script(finish="stop")
+    if isinstance(reply, StreamCut):
+        return Script(reply.text, cut_at=reply.fraction)
+    if isinstance(reply, StreamStall):
+        return Script(reply.text, stall_at=reply.fraction, stall_seconds=reply.seconds)
+    assert isinstance(reply, MalformedEvent)
+    return Script(reply.text, malformed_at=reply.fraction)
 
 
 def _json_bytes(obj: Any) -> bytes:
@@ -1098,12 +1248,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds a 429_hint fault asks the client to wait")
     parser.add_argument("--timeout-hang", type=float, default=60.0,
                         help="seconds a hang fault waits before answering (above the client timeout)")
+    parser.add_argument("--token-rate", type=float, default=None,
+                        help="output tokens per second (about 4 characters each): streams are paced, "
+                             "non-streamed replies wait for the whole generation")
+    parser.add_argument("--stream-chunk-chars", type=int, default=CHUNK_CHARS,
+                        help="characters of text per streamed event")
     args = parser.parse_args(argv)
 
     server = FakeLLMServer(latency=args.latency, fault_rate=args.fault_rate, fault_seed=args.fault_seed,
                            fault_kinds=args.fault_kinds, fault_hint=args.fault_hint,
                            timeout_hang=args.timeout_hang)
     server.port = args.port
+    server.token_rate, server.stream_chunk_chars = args.token_rate, args.stream_chunk_chars
     server.keep_requests = False  # nobody can read them from another process
     server.responder = functools.partial(default_benchmark_responder, reply_text=args.reply_text)
     asyncio.run(_serve_cli(server))

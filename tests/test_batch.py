@@ -30,7 +30,7 @@ GEOKTOOLS = ROOT / "evalnb" / "data" / "geoktools"
 GEOEXPERT = ROOT / "evalnb" / "data" / "geoexpertqueries"
 # What differs between a live record and a batched record of the same reply: when and how it
 # was sent, and the provider's request identifier.
-TRANSPORT = {"attempts", "waits", "started_at", "elapsed_s", "request_id", "batch"}
+TRANSPORT = {"attempts", "waits", "started_at", "elapsed_s", "request_id", "batch", "latency"}
 
 
 def base_url(provider: str, server: FakeLLMServer) -> str:

@@ -34,6 +34,10 @@ class EndpointConfig:
     approximation: bool = False        # a stand-in, not a model (e.g. an example rater): label outputs
     mode: str = "live"                 # live, or batch: through the provider's batch API (evalnb.execution.batch)
     batch: dict[str, Any] | None = None   # batch mode options: resend, max_requests, max_bytes
+    stream: str | bool = "auto"        # reading 25: auto streams budgets over 16,384 and reasoning models
+    stream_idle_timeout: float = 120.0   # streamed: seconds of silence between events that end an attempt
+    max_call_seconds: float = 3600.0   # streamed: seconds one attempt may take in all
+    strip_think: bool = False          # reading 26: drop a leading <think>...</think> from the response
     role: str = "model"                # where it sits in the parameters, for messages
 
 
@@ -60,6 +64,14 @@ class RunConfig:
     def judge_roles(self) -> list[tuple[str, EndpointConfig]]:
         """``("judge1", endpoint), ...``: the keys judge records and provider pools use."""
         return [(f"judge{i}", judge) for i, judge in enumerate(self.judges, start=1)]
+
+    def response_parts(self) -> dict[str, Any]:
+        """Fingerprint parts from endpoint settings that change what a response is (reading 26:
+        ``strip_think``), beside the benchmark's own parts. Present only when set, so a run
+        that sets none keeps the fingerprint it had before the setting existed. ``stream``
+        is transport (reading 25) and is no part of it."""
+        stripped = [role for role, e in (("model", self.model), *self.judge_roles()) if e.strip_think]
+        return {"strip_think": stripped} if stripped else {}
 
     @property
     def offline(self) -> bool:

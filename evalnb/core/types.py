@@ -46,6 +46,17 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Latency:
+    """One call's timing (its final attempt): ``total_s`` from sending to the last byte;
+    where streamed, ``first_token_s`` from sending to the first text or reasoning token and
+    ``output_tokens_per_s`` the reported output tokens over the first token to the last."""
+
+    total_s: float
+    first_token_s: float | None = None
+    output_tokens_per_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Completion:
     text: str
     status: CompletionStatus
@@ -54,6 +65,10 @@ class Completion:
     model_route: str | None = None       # the model the endpoint says answered
     request_id: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)   # other provider metadata
+    reasoning: str | None = None         # returned apart from the answer (reading 26): never the text
+    think_block: str | None = None       # the text began with <think>...</think>: "kept" or "stripped"
+    latency: Latency | None = None
+    streamed: bool = False               # transport only (reading 25): the same completion either way
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from evalnb.providers.pacing import PacedProvider, Pacer
 from evalnb.core.progress import progress_bar
+from evalnb.core.reasoning import reasoning_fields
 from evalnb.providers.base import Completion, Provider
 from evalnb.core.records import JsonlStore
 from evalnb.core.redaction import redact
@@ -43,6 +44,9 @@ def completion_fields(completion: Completion) -> dict[str, Any]:
         "model_route": completion.model_route,
         "request_id": completion.request_id,
         "provider_meta": completion.raw,
+        "latency": asdict(completion.latency) if completion.latency else None,
+        **({"streamed": True} if completion.streamed else {}),
+        **reasoning_fields(completion),
     }
 
 

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalnb.providers.streaming import settings_of
+
 if TYPE_CHECKING:
     from evalnb.core.run_config import EndpointConfig
     from evalnb.providers.base import Provider
@@ -34,6 +36,8 @@ REGISTRY: dict[str, ProviderSpec] = {
 }
 PROVIDERS = tuple(REGISTRY)
 BATCH_PROVIDERS = tuple(name for name, spec in REGISTRY.items() if spec.batch)
+# Through their SDKs' streaming APIs (reading 25), and so with stream and strip_think settings.
+STREAMING_PROVIDERS = BATCH_PROVIDERS
 
 
 def modules_for(endpoints: Iterable[EndpointConfig]) -> list[str]:
@@ -94,19 +98,21 @@ def _client_for(endpoint: EndpointConfig) -> Provider | None:
         _sdks_in.wait()   # a prefetch is importing them: never import one from two threads
     concurrency = endpoint.concurrency or 1
     e = endpoint
+    stream = settings_of(endpoint)   # reading 25: when a call streams, its limits; think blocks
     if endpoint.provider == "openai":
         from evalnb.providers.openai_compat import OpenAIProvider
         return OpenAIProvider(e.name, base_url=e.base_url, api_key_env=e.api_key_env, concurrency=concurrency,
                               timeout=e.timeout, token_param=e.token_param, role=e.role,
-                              observe_quota=e.rate_limit is not None)
+                              observe_quota=e.rate_limit is not None, stream=stream)
     if endpoint.provider == "anthropic":
         from evalnb.providers.anthropic_messages import AnthropicProvider
         return AnthropicProvider(e.name, base_url=e.base_url, api_key_env=e.api_key_env, concurrency=concurrency,
-                                 timeout=e.timeout, role=e.role, observe_quota=e.rate_limit is not None)
+                                 timeout=e.timeout, role=e.role, observe_quota=e.rate_limit is not None,
+                                 stream=stream)
     if endpoint.provider == "gemini":
         from evalnb.providers.gemini import GeminiProvider
         return GeminiProvider(e.name, base_url=e.base_url, api_key_env=e.api_key_env, concurrency=concurrency,
-                              timeout=e.timeout, api_version=e.api_version, role=e.role)
+                              timeout=e.timeout, api_version=e.api_version, role=e.role, stream=stream)
     if endpoint.provider == "command":
         from evalnb.providers.command import CommandProvider
         assert endpoint.command is not None   # checked with the parameters

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +11,9 @@ import anthropic
 from evalnb.providers.base import (ChatRequest, ProviderError, Completion, Usage, api_key, malformed_reply,
                                    shared_tls_context,
                                    rate_limit_headers, reply_shape, status_of, unreadable_reply)
+from evalnb.providers.anthropic_stream import read_stream
 from evalnb.providers.openai_compat import sdk_error
+from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
 
 def completion_of(message: Any, *, request_id: str | None, headers: Mapping[str, str] | None = None
@@ -21,6 +24,7 @@ def completion_of(message: Any, *, request_id: str | None, headers: Mapping[str,
         # A gateway's HTML page arrives as a str; a message without content carries no answer.
         raise malformed_reply(reply_shape(message), "no content list")
     text = "".join(block.text for block in message.content if block.type == "text")
+    thinking = "".join(block.thinking for block in message.content if block.type == "thinking")
     return Completion(
         text=text,
         status="refused" if message.stop_reason == "refusal" else status_of(text),
@@ -29,6 +33,7 @@ def completion_of(message: Any, *, request_id: str | None, headers: Mapping[str,
         model_route=message.model,
         request_id=request_id,
         raw={"rate_limit_headers": dict(headers)} if headers else {},
+        reasoning=thinking or None,
     )
 
 
@@ -41,8 +46,9 @@ def batch_params(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 class AnthropicProvider:
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
-                 concurrency: int, timeout: float, role: str = "model", observe_quota: bool = False) -> None:
-        self.model, self.concurrency, self.timeout = model, concurrency, timeout
+                 concurrency: int, timeout: float, role: str = "model", observe_quota: bool = False,
+                 stream: StreamSettings = DEFAULT_SETTINGS) -> None:
+        self.model, self.concurrency, self.timeout, self.stream = model, concurrency, timeout, stream
         self.observe_quota = observe_quota   # read the reply's rate-limit headers (paced endpoints)
         self._client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key(api_key_env, role),
                                                 max_retries=0, timeout=timeout,
@@ -66,6 +72,12 @@ class AnthropicProvider:
         return kwargs
 
     async def complete(self, request: ChatRequest) -> Completion:
+        if self.stream.streams(request):   # reading 25: the same request, streamed
+            reply = await read_stream(self._client, self.request_kwargs(request), self.stream, sdk_error)
+            completion = completion_of(reply.response, request_id=reply.headers.get("request-id"),
+                                       headers=rate_limit_headers(reply.headers) if self.observe_quota else {})
+            return self.stream.finish(completion, reply.latency, streamed=True)
+        started = time.monotonic()
         try:
             # The raw response (no extra cost: the SDK builds it either way) keeps the body, for
             # the record of a reply of the wrong shape, and the quota headers of paced endpoints.
@@ -77,8 +89,9 @@ class AnthropicProvider:
         except ValueError as error:   # JSONDecodeError: a body cut off, or not JSON at all
             raise unreadable_reply(error) from None
         try:
-            return completion_of(message, request_id=getattr(message, "_request_id", None)
-                                 or raw.headers.get("request-id"), headers=headers)
+            return self.stream.finish(completion_of(message, request_id=getattr(message, "_request_id", None)
+                                                    or raw.headers.get("request-id"), headers=headers),
+                                      since(started))
         except ProviderError as error:   # the record shows the body as it came, not as parsed
             if error.code != "malformed_reply":
                 raise

@@ -17,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from evalnb.providers.base import ChatRequest, Completion, ProviderError, status_of
+from evalnb.providers.streaming import since
 
 STDERR_KEPT = 2000
 BASIC_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
@@ -62,6 +64,7 @@ class CommandProvider:
                 "EVALNB_JSON_SCHEMA": json.dumps(request.json_schema) if request.json_schema else ""}
 
     async def complete(self, request: ChatRequest) -> Completion:
+        started = time.monotonic()
         try:
             process = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -80,7 +83,7 @@ class CommandProvider:
             raise ProviderError("transient", f"command exited {process.returncode}: {tail}")
         text = stdout.decode("utf-8", "replace")
         return Completion(text=text, status=status_of(text), finish_reason="exit 0",
-                          model_route=route_of(self.argv))
+                          model_route=route_of(self.argv), latency=since(started))
 
     async def aclose(self) -> None:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import httpx2
@@ -12,6 +13,8 @@ from google.genai import errors, types
 from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
                                    http_error, malformed_reply, reply_shape, retry_after_seconds,
                                    status_of, unreadable_reply)
+from evalnb.providers.gemini_stream import read_stream
+from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
 # google-genai's async path runs on httpx2, or on aiohttp when that is installed; neither
 # family of transport errors is wrapped by the SDK.
@@ -45,6 +48,7 @@ def completion_of(response: Any) -> Completion:
     finish = candidate.finish_reason.value if candidate and candidate.finish_reason else None
     parts = candidate.content.parts if candidate and candidate.content and candidate.content.parts else []
     text = "".join(p.text for p in parts if p.text and not p.thought)
+    thoughts = "".join(p.text for p in parts if p.text and p.thought)
     blocked = (finish in BLOCKED and not text) or (
         candidate is None and response.prompt_feedback is not None
         and response.prompt_feedback.block_reason is not None)
@@ -55,14 +59,21 @@ def completion_of(response: Any) -> Completion:
         usage=usage_of(response.usage_metadata),
         model_route=response.model_version,
         request_id=response.response_id,
+        reasoning=thoughts or None,
     )
+
+
+def api_error(error: errors.APIError) -> ProviderError:
+    headers = getattr(error.response, "headers", None)
+    return http_error(error.code, error.message or str(error), code=error.status,
+                      retry_after=retry_after_seconds(headers, error.details))
 
 
 class GeminiProvider:
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
                  concurrency: int, timeout: float, api_version: str | None = None,
-                 role: str = "model") -> None:
-        self.model, self.concurrency = model, concurrency
+                 role: str = "model", stream: StreamSettings = DEFAULT_SETTINGS) -> None:
+        self.model, self.concurrency, self.stream = model, concurrency, stream
         options = types.HttpOptions(base_url=base_url, api_version=api_version or "v1beta",
                                     timeout=int(timeout * 1000))   # milliseconds; none by default
         # Held for the whole run: a Client closes its HTTP client when garbage-collected,
@@ -84,19 +95,22 @@ class GeminiProvider:
         return [types.Content(role="user", parts=[types.Part(text=request.prompt)])]
 
     async def complete(self, request: ChatRequest) -> Completion:
+        if self.stream.streams(request):   # reading 25: the same request, streamed
+            reply = await read_stream(self._client, self.model, self.contents(request),
+                                      self.generation_config(request), self.stream, api_error)
+            return self.stream.finish(completion_of(reply.response), reply.latency, streamed=True)
+        started = time.monotonic()
         try:
             response = await self._client.aio.models.generate_content(
                 model=self.model,
                 contents=self.contents(request), config=self.generation_config(request))
         except errors.APIError as error:
-            headers = getattr(error.response, "headers", None)
-            raise http_error(error.code, error.message or str(error), code=error.status,
-                             retry_after=retry_after_seconds(headers, error.details)) from None
+            raise api_error(error) from None
         except TRANSPORT_ERRORS as error:
             raise ProviderError("transient", f"{type(error).__name__}: {error}") from None
         except ValueError as error:   # JSONDecodeError: a body cut off, not JSON, or an HTML page
             raise unreadable_reply(error) from None
-        return completion_of(response)
+        return self.stream.finish(completion_of(response), since(started))
 
     async def aclose(self) -> None:
         await self._client.aio.aclose()

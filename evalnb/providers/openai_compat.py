@@ -4,6 +4,7 @@ through the official ``openai`` SDK's chat-completions endpoint.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -13,6 +14,8 @@ from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage
                                    http_error, malformed_reply, rate_limit_headers, reply_shape,
                                    retry_after_seconds, shared_tls_context,
                                    status_of, unreadable_reply)
+from evalnb.providers.openai_stream import read_stream, reasoning_of
+from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
 
 def sdk_error(error: Exception) -> ProviderError:
@@ -62,14 +65,15 @@ def completion_of(response: Any, *, request_id: str | None, headers: Mapping[str
         raw={"system_fingerprint": response.system_fingerprint,
              **({"refusal": message.refusal} if message.refusal else {}),
              **({"rate_limit_headers": dict(headers)} if headers else {})},
+        reasoning=reasoning_of(message),
     )
 
 
 class OpenAIProvider:
     def __init__(self, model: str, *, base_url: str | None, api_key_env: str | None,
                  concurrency: int, timeout: float, token_param: str = "max_tokens",
-                 role: str = "model", observe_quota: bool = False) -> None:
-        self.model, self.concurrency, self.token_param = model, concurrency, token_param
+                 role: str = "model", observe_quota: bool = False, stream: StreamSettings = DEFAULT_SETTINGS) -> None:
+        self.model, self.concurrency, self.token_param, self.stream = model, concurrency, token_param, stream
         self.observe_quota = observe_quota   # read the reply's rate-limit headers (paced endpoints)
         # SDK retries off: the runner's policy owns every attempt (reading 6). The aiohttp
         # transport costs about a fifth less CPU per call than the default one (bench/).
@@ -92,6 +96,12 @@ class OpenAIProvider:
         return body
 
     async def complete(self, request: ChatRequest) -> Completion:
+        if self.stream.streams(request):   # reading 25: the same body, streamed
+            reply = await read_stream(self._client, self.request_body(request), self.stream, sdk_error)
+            completion = completion_of(reply.response, request_id=reply.headers.get("x-request-id"),
+                                       headers=rate_limit_headers(reply.headers) if self.observe_quota else {})
+            return self.stream.finish(completion, reply.latency, streamed=True)
+        started = time.monotonic()
         try:
             # The raw response (no extra cost: the SDK builds it either way) keeps the body, for
             # the record of a reply of the wrong shape, and the quota headers of paced endpoints.
@@ -102,8 +112,8 @@ class OpenAIProvider:
             raise sdk_error(error) from None
         except ValueError as error:   # JSONDecodeError: a body cut off, or not JSON at all
             raise unreadable_reply(error) from None
-        return completion_of(response, request_id=getattr(response, "_request_id", None), headers=headers,
-                             body=lambda: raw.text)
+        return self.stream.finish(completion_of(response, request_id=getattr(response, "_request_id", None),
+                                                headers=headers, body=lambda: raw.text), since(started))
 
     async def aclose(self) -> None:
         await self._client.close()

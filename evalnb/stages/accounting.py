@@ -18,6 +18,7 @@ from evalnb.core.records import JsonlStore
 from evalnb.core.tokens import estimate_tokens
 from evalnb.core.types import CALL_STAGES, Prepared, Record
 from evalnb.execution.batch.journal import batched_keys
+from evalnb.core.latency import measured_estimate
 
 
 
@@ -159,6 +160,10 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
 
     limits = {names.get(role, role): e.rate_limit
               for role, e in (("model", config.model), *config.judge_roles())}
+    # Measured where the run has finished calls: their median time, their mean output.
+    stores = {stage: JsonlStore(run_dir / f"{stage}.jsonl").load() for stage in CALL_STAGES}
+    parallel = {names.get(role, role): min(e.concurrency or config.concurrency, config.concurrency)
+                for role, e in (("model", config.model), *config.judge_roles())}
     for r in rows.values():
         # A batch is not held to the live rate limit (the providers' batch limits are separate).
         r["min_minutes_under_rate_limit"] = quota_minutes(limits.get(r["model"]), r) if r["mode"] == "live" else None
@@ -169,4 +174,7 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
         # Live and batch side by side, whichever mode the endpoint is set to.
         r["max_total_cost_batch_usd"] = batch_cost_usd(r["model"], r["est_input_tokens"], r["max_output_tokens"],
                                                        config.prices)
+        r |= measured_estimate(r["to_make"], [rec for rec in stores[r["stage"]].values()
+                                              if names.get(str(rec["endpoint"]), rec["endpoint"]) == r["model"]],
+                               parallel.get(r["model"], 1))
     return list(rows.values())

@@ -220,7 +220,10 @@ def evidence_html(item: ItemEvidence, meta: Mapping[str, Any] | None = None, lim
             head, marker, tail = _parts(text, limit)
             shown = html.escape(head) + ("" if marker is None else
                                          f'\n<span class="marker">{html.escape(marker)}</span>\n{html.escape(tail)}')
-            parts.append(f"<p><b>{html.escape(section.label)}</b> ({len(text):,} characters)</p><pre>{shown}</pre>")
+            title = f"<b>{html.escape(section.label)}</b> ({len(text):,} characters)"
+            # Folded passages (reasoning, a long trajectory) open on a click: <details> needs no script.
+            parts.append(f"<details><summary>{title}</summary><pre>{shown}</pre></details>" if section.collapsed
+                         else f"<p>{title}</p><pre>{shown}</pre>")
         else:
             parts.append(f"<p><b>{html.escape(section.label)}</b></p>" + _html_table(section.columns, section.rows))
     parts.append("</div>")

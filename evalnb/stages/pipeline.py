@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 
 from evalnb import config as cfg
-from evalnb.stages.accounting import usage_by_stage
+from evalnb.stages.accounting import endpoint_names, usage_by_stage
 from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
 from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.core import lock
@@ -39,6 +39,8 @@ from evalnb.core.progress import say
 from evalnb.stages.stage_outcome import outcome_line
 from evalnb.execution.budget import Budget
 from evalnb.execution.budget_views import budget_summary
+from evalnb.core.latency import latency_summary
+from evalnb.core.reasoning import reasoning_summary
 
 if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
     import pandas as pd
@@ -140,7 +142,8 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     warnings = benchmark.warnings
     if not lock.is_stage_kernel(config.output_dir):
         benchmark.check_documents()   # a stage kernel's evalnb checked them moments ago
-    run = Run(config, benchmark, benchmark.tasks, fingerprint(benchmark.fingerprint_parts()), warnings)
+    run = Run(config, benchmark, benchmark.tasks,
+              fingerprint(benchmark.fingerprint_parts() | config.response_parts()), warnings)
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     if hold_lock:
         run.lock = lock.acquire(run.dir, "evalnb run")   # refused if another process runs here
@@ -345,6 +348,8 @@ def scores_document(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dic
         "fingerprint": run.fingerprint,
         "usage": usage_by_stage(run.config, stores),
         **({"budget": spend} if (spend := budget_summary(run.config)) else {}),
+        "latency": latency_summary(endpoint_names(run.config), stores),
+        "reasoning": reasoning_summary(endpoint_names(run.config), stores),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
     }

@@ -22,6 +22,7 @@ from evalnb.stages.evidence import TasksView, TitledTables, tasks_view
 from evalnb.stages.pipeline import Run, headline_table
 from evalnb.core.records import read_json_if_exists
 from evalnb.core.tables import readable
+from evalnb.core.latency import FIGURES, latency_rows
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -70,6 +71,25 @@ def budget_table(run: Run) -> pd.DataFrame:
                "this_run_spent_usd", "stopped"]
     rows = (scores(run).get("budget") or {}).get("ceilings", [])
     return pd.DataFrame(rows, columns=columns).set_index("scope")
+
+
+def latency_table(run: Run) -> pd.DataFrame:
+    """Per stage and model: calls made live, how many streamed, and the median and 90th
+    percentile of each call's total time, time to first token and output tokens per second
+    (the last two only where streamed)."""
+    columns = ["stage", "model", "calls", "streamed", *(f"{f} {q}" for f in FIGURES for q in ("median", "p90"))]
+    rows = latency_rows(scores(run).get("latency") or {})
+    return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
+
+
+def reasoning_table(run: Run) -> pd.DataFrame:
+    """Per stage and model: calls that returned reasoning apart from the answer (recorded,
+    never judged), and responses that began with an inline think block (reading 26)."""
+    columns = ["stage", "model", "calls", "with_reasoning", "reasoning_chars", "think_block_kept",
+               "think_block_stripped"]
+    rows = [{"stage": stage, "model": model, **row}
+            for stage, per_model in (scores(run).get("reasoning") or {}).items() for model, row in per_model.items()]
+    return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
 
 
 def _save(run: Run, fig: ReportFigure, name: str) -> ReportFigure:

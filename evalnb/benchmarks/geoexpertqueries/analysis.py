@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalnb.benchmarks.base import metric_ci, metric_value, offline_title
 from evalnb.benchmarks.geoexpertqueries.protocol import GeoExpertQueriesProtocol
+from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, Table
 
 if TYPE_CHECKING:
@@ -47,7 +48,9 @@ class GeoExpertQueries(GeoExpertQueriesProtocol):
             if row["runs"]:
                 sections.append(Table("ratings", ("run", "status", "rating", "mapped score"),
                                       tuple((r["run"], r["status"], r["rating"], r["score"]) for r in row["runs"])))
-                sections += [Passage(f"run {r['run']}: reply", r["reply"]) for r in row["runs"]]
+                for r in row["runs"]:
+                    sections += [Passage(f"run {r['run']}: reply", r["reply"]),
+                                 *reasoning_passages(judgements.get(f"{task.task_id}::run{r['run']}"), f"run {r['run']}: ")]
             sections.append(Fact("mapped mean", "-" if row["score"] is None else f"{row['score']:.4f}"))
             judges = {f"run{r['run']}": r["score"] for r in row["runs"]}
             out.append(ItemEvidence(task.task_id, row["status"], row["score"], judges, tuple(sections)))

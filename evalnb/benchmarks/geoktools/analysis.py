@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from evalnb.benchmarks.base import metric_ci, metric_value, offline_title
 from evalnb.benchmarks.geoktools.protocol import K_VALUES, METRICS, GeoKToolsProtocol
 from evalnb.benchmarks.geoktools.scoring import explain, golden_list, rouge_blind
+from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, Table
 
 if TYPE_CHECKING:
@@ -69,9 +70,11 @@ class GeoKTools(GeoKToolsProtocol):
                 sections.append(Fact(f"{prefix}status",
                                      f"{row['status']}; scored by {row['method'] or '-'}; score {shown}"))
                 sections.append(Passage(f"{prefix}response", text))
+                sections += reasoning_passages(responses.get(row["task_id"]), prefix)
                 sections.extend(self._elements(prefix, row, text, case["golden"]))
                 if row.get("reply") is not None:
                     sections.append(Passage(f"{prefix}judge reply", row["reply"]))
+                    sections += reasoning_passages(judgements.get(row["task_id"]), f"{prefix}judge ")
             out.append(ItemEvidence(case["id"], results.statuses[case["id"]], results.scores[case["id"]],
                                     per_repeat if self.repeats > 1 else {}, tuple(sections)))
         return out

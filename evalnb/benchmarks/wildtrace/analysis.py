@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from evalnb.benchmarks.base import judge_table, offline_title
 from evalnb.benchmarks.wildtrace.imported import report_table
 from evalnb.benchmarks.wildtrace.protocol import WildTraceProtocol, points_awarded, read_tasks
+from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, RunScores, Table
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ class WildTrace(WildTraceProtocol):
                               f"document {route.get('doc_chars', '-')} characters" if route else "not routed yet"),
                 Passage("question", task.question),
                 Passage("response", response.get("text")),
+                *reasoning_passages(response),
                 Table("rubric", ("item", "points", "criterion"),
                       tuple((f"P{i}", item.points, item.criterion) for i, item in enumerate(task.rubric, 1))),
             ]
@@ -73,6 +75,7 @@ class WildTrace(WildTraceProtocol):
                                         ", ".join(f"P{i}={p:g}" for i, p in enumerate(awarded, 1))
                                         if awarded is not None else "not given"),)))
                 sections.append(Passage(f"{label}: reply", verdict["reply"]))
+                sections += reasoning_passages(judgements.get(f"{task.task_id}::{verdict['judge']}"), f"{label}: ")
             if row["judges"]:
                 sections.append(Fact("panel mean", "-" if row["score"] is None else f"{row['score']:.4f}"))
             out.append(ItemEvidence(task.task_id, row["status"], row["score"], judges, tuple(sections)))

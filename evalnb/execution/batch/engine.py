@@ -41,6 +41,7 @@ from evalnb.core.manifest import utc_now
 from evalnb.providers import BATCH_PROVIDERS, make_provider
 from evalnb.core.progress import progress_bar
 from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
+from evalnb.providers.streaming import finish_batch
 from evalnb.core.records import JsonlStore
 from evalnb.core.redaction import redact
 from evalnb.providers.retry import RetryPolicy
@@ -221,7 +222,9 @@ class StageBatches:
             self.journal.update(entry, state="abandoned", note="adopted by time and size, but its results carry "
                                                                "another batch's ids: not this run's", **finished)
             return Counter()
-        outcomes = {cid: outcome for cid, outcome in results if cid in ours}
+        # Read as the endpoint reads a live reply (reading 26: a leading think block).
+        outcomes = {cid: finish_batch(getattr(backend, "live", None), outcome) for cid, outcome in results
+                    if cid in ours}
         missing = lost("expired" if "EXPIRED" in poll.provider_state.upper() else "missing",
                        f"no result in batch {entry['batch_id']} ({poll.provider_state})")
         counts = self.write(entry, rows, outcomes, missing, store, done, finished_at)
