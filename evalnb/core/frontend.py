@@ -41,12 +41,12 @@ def notebook_path() -> str | None:
 
 def command_line(argv: list[str] | None = None) -> str:
     """This process's command line as its user typed it: ``evalnb run params/x.yaml``, not
-    ``/abs/.venv/bin/evalnb ...`` or ``.../evalnb/cli.py ...``."""
+    ``/abs/.venv/bin/evalnb ...`` or ``.../evalnb/app/main.py ...``."""
     argv = list(sys.argv if argv is None else argv)
     if not argv:
         return Path(sys.executable).name
     program = Path(argv[0])
-    if program.name == "evalnb" or program.as_posix().endswith(("evalnb/cli.py", "evalnb/__main__.py")):
+    if program.name == "evalnb" or program.as_posix().endswith(("evalnb/app/main.py", "evalnb/__main__.py")):
         words = ["evalnb"]
     elif program.name == "__main__.py":   # python -m package
         words = [Path(sys.executable).name, "-m", program.parent.name]
