@@ -195,16 +195,22 @@ async def write_stream(writer: asyncio.StreamWriter, api: str, script: Script, e
             await asyncio.sleep(seconds)
         return True
 
+    loop = asyncio.get_running_loop()
+    due = loop.time()   # when the next token event is due: the rate holds on average, sleeps' overshoot not summed
     for i, event in enumerate(events):
         if i == cut:
             await writer.drain()
             return False
-        if i == stall and not await quiet(script.stall_seconds):
-            return False
+        if i == stall:
+            if not await quiet(script.stall_seconds):
+                return False
+            due = loop.time()
         if i == malformed:
             writer.write(_chunk(MALFORMED[api]))
-        if event.chars and token_rate and not await quiet(event.chars / 4 / token_rate):
-            return False
+        if event.chars and token_rate:
+            due += event.chars / 4 / token_rate
+            if not await quiet(due - loop.time()):
+                return False
         writer.write(_chunk(event.data))
         timing.events += 1
         if event.chars:

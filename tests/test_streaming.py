@@ -241,3 +241,33 @@ def test_server_sent_events_are_split_whatever_the_reads() -> None:
         assert splitter.end() == []
     tail = EventSplitter()
     assert tail.feed(b"data: cut off without its blank line") == [] and tail.end() == [b"cut off without its blank line"]
+
+
+ERROR_EVENTS = {   # how each API reports a failure inside a 200 stream, and what the record says
+    "openai": (b'data: {"error": {"message": "upstream overloaded", "type": "server_error"}}\n\n',
+               "error event: upstream overloaded"),
+    "anthropic": (b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", '
+                  b'"message": "Overloaded"}}\n\n', "HTTP 529: error event overloaded_error: Overloaded"),
+}
+
+
+@pytest.mark.parametrize("sdk", ERROR_EVENTS)
+def test_an_error_event_part_way_is_transient(server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch,
+                                              sdk: str) -> None:
+    """The first stream breaks off with the API's error event after two events; the retry
+    comes whole."""
+    import tests.fakeserver as fakeserver
+    from tests.fakestream import Event
+
+    render, streams = fakeserver.STREAM_RENDERERS[sdk], []
+    wire, says = ERROR_EVENTS[sdk]
+
+    def first_broken(*args) -> list[Event]:
+        events = render(*args)
+        streams.append(events)
+        return events if len(streams) > 1 else events[:2] + [Event(wire)]
+    monkeypatch.setitem(fakeserver.STREAM_RENDERERS, sdk, first_broken)
+    server.queue(Text("the first half, then the upstream gave out"), Text("whole"))
+    result = outcome(endpoint(sdk, server, stream=True), ChatRequest("q", 64, 0.1))
+    assert result.attempts == 2 and says in result.retried_errors[0], result.retried_errors
+    assert result.completion.text == "whole"

@@ -41,6 +41,9 @@ def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception
     return classify
 
 
+_decode = json.JSONDecoder().decode   # str in: no encoding to detect, as json.loads does for bytes
+
+
 def reasoning_of(part: Any) -> str | None:
     """The reasoning an OpenAI-compatible server puts beside a message's content."""
     for name in ("reasoning_content", "reasoning"):
@@ -65,37 +68,50 @@ class ChunkAssembly:
         self.done = False
 
     def add(self, data: bytes) -> None:
-        self.watch.event()
+        """One event's data. The common event (a piece of content) takes the shortest path:
+        a stream may hold one event per token."""
+        watch = self.watch
+        watch.event()
         if self.done:
             return   # nothing counts after [DONE]
         if data.startswith(b"[DONE]"):
             self.done = True
             return
-        chunk = json.loads(data)   # a malformed event: JSONDecodeError (reading 18)
+        chunk = _decode(data.decode("utf-8"))   # a malformed event: a ValueError (reading 18)
         if not isinstance(chunk, dict):
             raise malformed_reply(data.decode("utf-8", "replace"), "an event that is not a JSON object")
-        if chunk.get("error"):
-            error = chunk["error"]
-            message = error.get("message") if isinstance(error, dict) else error
-            raise ProviderError("transient", f"error event: {message}", code="stream_error")
         if self.first is None:
             self.first = chunk
-        if chunk.get("usage"):
-            self.usage = chunk["usage"]
         choices = chunk.get("choices")
         if not choices:
+            if chunk.get("error"):
+                self._error(chunk["error"])
+            if chunk.get("usage"):
+                self.usage = chunk["usage"]
             return
         choice = choices[0] if isinstance(choices, list) else None
         delta = choice.get("delta") if isinstance(choice, dict) else None
         if not isinstance(choice, dict) or not isinstance(delta, dict):
             raise malformed_reply(data.decode("utf-8", "replace"), "an event without choices[0].delta")
-        for pieces, value in ((self.text, delta.get("content")), (self.refusal, delta.get("refusal")),
-                              (self.reasoning, delta.get("reasoning_content") or delta.get("reasoning"))):
-            if value and isinstance(value, str):
-                pieces.append(value)
-                self.watch.received(len(value))
+        content = delta.get("content")
+        if content and isinstance(content, str):
+            self.text.append(content)
+            watch.received(len(content))
+        if len(delta) > 1 or content is None:   # anything besides the content: look further
+            for pieces, value in ((self.refusal, delta.get("refusal")),
+                                  (self.reasoning, delta.get("reasoning_content") or delta.get("reasoning"))):
+                if value and isinstance(value, str):
+                    pieces.append(value)
+                    watch.received(len(value))
         if choice.get("finish_reason"):
             self.finish = choice["finish_reason"]
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+
+    @staticmethod
+    def _error(error: Any) -> None:
+        message = error.get("message") if isinstance(error, dict) else error
+        raise ProviderError("transient", f"error event: {message}", code="stream_error")
 
     def completion(self) -> ChatCompletion:
         """The non-streamed reply these chunks make, built as the SDK builds one from JSON."""
