@@ -170,24 +170,34 @@ def minimum(arrivals: list[list[Any]], args: Any, parallel: int) -> dict[str, fl
             "answers_s": round(max(g.values()), 2), "verdicts_all_s": round(J, 2)}
 
 
-def judge_figures(arrivals: list[list[Any]], args: Any) -> dict[str, dict[str, float]]:
-    """Each shared judge alone: first to last reply against its own quota-bound minimum (tokens
-    it accepted, its window), and its fullest window: how tightly every process paced it."""
+def endpoint_figures(arrivals: list[list[Any]], args: Any, models: Any) -> dict[str, dict[str, float]]:
+    """Each endpoint alone: first to last reply against its own quota-bound minimum (tokens it
+    accepted, its window): how tightly every process paced it."""
     sys.path.append(str(REPO))
     from evalnb.providers.pacing import RateLimit, minimum_seconds
 
     out = {}
-    for judge in JUDGES:
+    for judge in models:
         ok = [a for a in arrivals if a[1] == judge and a[3] == 200]
         if not ok:
             continue
         tokens = sum(a[2] for a in ok)
-        least = minimum_seconds(RateLimit(input_tokens_per_minute=args.judge_budget, window_seconds=args.window),
+        budget = args.judge_budget if judge in JUDGES else args.model_budget
+        least = minimum_seconds(RateLimit(input_tokens_per_minute=budget, window_seconds=args.window),
                                 {"input_tokens": tokens}) + args.latency
         span = max(a[0] for a in ok) + args.latency - min(a[0] for a in ok)
         out[judge] = {"tokens": tokens, "span_s": round(span, 2), "minimum_s": round(least, 2),
                       "span_over_minimum": round(span / least, 3)}
     return out
+
+
+def first_requests(arrivals: list[list[Any]], launched: float) -> list[float]:
+    """Seconds after launch at which each contestant's first request arrived, earliest first."""
+    firsts: dict[str, float] = {}
+    for t, model, *_ in arrivals:
+        if model not in JUDGES:
+            firsts[model] = min(firsts.get(model, t), t)
+    return sorted(round(t - launched, 1) for t in firsts.values())
 
 
 def fullest(arrivals: list[list[Any]], window: float) -> dict[str, int]:
@@ -224,7 +234,11 @@ def one(config: str, work: dict[str, Any], args: Any, tmp: Path, log: Path) -> d
          "cpu_s": round(m["cpu_s"], 1), "cpu_ms_per_call": round(m["cpu_s"] / max(len(arrivals), 1) * 1000, 2),
          "peak_rss_mb": round(m["peak_rss_mb"]), "procs_at_peak": m["procs_at_peak"],
          "survivors": m["survivors"], "fullest_window_tokens": fullest(arrivals, args.window),
-         "judges": judge_figures(arrivals, args), "loadavg": Path("/proc/loadavg").read_text().split()[:3]}
+         "judges": endpoint_figures(arrivals, args, JUDGES),
+         "contestants": endpoint_figures(arrivals, args, sorted({a[1] for a in arrivals} - set(JUDGES))),
+         "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+         # when each contestant's first answer request arrived, after launch: how staggered the runs start
+         "contestant_first_request_s": first_requests(arrivals, m["launched"])}
     over = {k: v for k, v in r["fullest_window_tokens"].items()
             if v > (args.judge_budget if k in JUDGES else args.model_budget)}
     print(f"  {config:<10} exits {exits}  wall {r['wall_s']:.1f}s  429s {r['http_429']}  requests {r['requests']}/"
@@ -232,6 +246,11 @@ def one(config: str, work: dict[str, Any], args: Any, tmp: Path, log: Path) -> d
           f"(all at once {bound.get('all_at_once_s')}s)  first request {r['first_request_s']}s  tail {r['tail_s']}s  "
           f"CPU {r['cpu_ms_per_call']:.2f} ms/call  peak RSS {r['peak_rss_mb']} MB"
           + (f"  OVER WINDOW {over}" if over else ""), flush=True)
+    print(f"    contestants' first requests {r['contestant_first_request_s']} s after launch", flush=True)
+    spans = [f["span_over_minimum"] for f in r["contestants"].values()]
+    if spans:
+        print(f"    contestants' answers: first to last reply {min(spans)}-{max(spans)} of their own quota minimum "
+              f"({next(iter(r['contestants'].values()))['minimum_s']}s)", flush=True)
     for judge, f in r["judges"].items():
         print(f"    {judge}: {f['tokens']:,} tokens, first to last reply {f['span_s']}s vs its own quota minimum "
               f"{f['minimum_s']}s ({f['span_over_minimum']})", flush=True)

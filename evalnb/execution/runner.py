@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
-from evalnb.providers.pacing import PacedProvider, Pacer
+from evalnb.providers.pacing import Pacer
 from evalnb.core.progress import progress_bar
 from evalnb.core.reasoning import reasoning_fields
 from evalnb.providers.base import Completion, Provider
@@ -134,7 +134,8 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
             statuses[record["status"]] += 1
             bar.update()
 
-    paced = [p.pacer for p in pool.values() if isinstance(p, PacedProvider)]
+    # A paced provider, also inside another wrapper (the spending ceiling's), shows its quota waits.
+    paced = [pacer for p in pool.values() if isinstance(pacer := getattr(p, "pacer", None), Pacer)]
     ticker = asyncio.create_task(_show_quota_waits(bar, paced)) if paced and pending else None
     try:
         async with asyncio.TaskGroup() as group:
