@@ -36,7 +36,7 @@ from evalnb.app.notebooks import notebook_for
 from evalnb.core.types import STAGES
 from evalnb.stages.pipeline import OFFLINE_LABEL
 from tests.conftest import ROOT
-from tests.test_tasks_page import _browser_or_reason, requests_made
+from tests.test_tasks_page import requests_made, start_chromium
 
 pytestmark = pytest.mark.slow
 
@@ -98,22 +98,8 @@ class Lab:
 
 @pytest.fixture
 def chromium(tmp_path: Path) -> Iterator[Any]:
-    found = _browser_or_reason()
-    if isinstance(found, str):
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the JupyterLab browser test: {found}")
-        pytest.skip(found)
-    binary, driver_path = found
-    os.environ.setdefault("SE_OFFLINE", "true")   # Selenium Manager: never download anything
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-', dir=tmp_path)}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    user_data = f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-', dir=tmp_path)}"
+    driver = start_chromium((*CHROMIUM_FLAGS, user_data), "JupyterLab browser test")
     try:
         yield driver
     finally:

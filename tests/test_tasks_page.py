@@ -38,12 +38,13 @@ def _browser_or_reason() -> tuple[str, str] | str:
     return binary, driver
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def start_chromium(arguments: tuple[str, ...], what: str) -> Any:
+    """Debian's chromium through chromedriver, with ``arguments``; under CI a missing browser
+    fails the test instead of skipping it. Selenium never downloads a browser or a driver."""
     found = _browser_or_reason()
     if isinstance(found, str):
         if os.environ.get("CI"):
-            pytest.fail(f"CI must run the browser test: {found}")
+            pytest.fail(f"CI must run the {what}: {found}")
         pytest.skip(found)
     binary, driver_path = found
     os.environ.setdefault("SE_OFFLINE", "true")   # Selenium Manager: never download anything
@@ -52,11 +53,16 @@ def browser() -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = binary
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1400,1000", "--no-first-run", "--disable-extensions"):
+    for argument in arguments:
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = start_chromium(("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                             "--window-size=1400,1000", "--no-first-run", "--disable-extensions"), "browser test")
     try:
         yield driver
     finally:
