@@ -24,6 +24,7 @@ from evalnb.core.records import JsonlStore, current_umask
 from evalnb.stages.stage_outcome import outcome_line
 from tests.conftest import deterministic_responder, offline_params, openai_params
 from tests.fakeserver import FakeLLMServer
+from tests.test_reliability import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -76,14 +77,6 @@ def errors(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def printed(outputs: list[dict[str, Any]]) -> str:
     return "".join(o["text"] for o in outputs if o["type"] == "stream" and o["name"] == "stdout")
-
-
-def wait_for(condition: Any, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.05)
 
 
 def test_two_kernels_share_a_run_directory_and_a_running_judge_refuses_the_second(tmp_path: Path) -> None:

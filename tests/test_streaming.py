@@ -5,7 +5,6 @@ how each way a stream breaks is classified and retried, and evalnb's own limits.
 from __future__ import annotations
 
 import asyncio
-import random
 from dataclasses import replace
 
 import pytest
@@ -13,11 +12,11 @@ import pytest
 from evalnb.config import EndpointConfig
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest, Usage
-from evalnb.providers.retry import RetryPolicy, call_with_retries
+from evalnb.providers.retry import RetryPolicy
 from tests.conftest import FAST_RETRY
 from tests.fakeserver import (Empty, Error, FakeLLMServer, Hang, MalformedEvent, Refusal, StreamCut, StreamStall,
                               Text)
-from tests.test_providers import tokens
+from tests.test_providers import outcome, tokens
 
 SDKS = ("openai", "anthropic", "gemini")
 POLICY = RetryPolicy(**FAST_RETRY)
@@ -30,14 +29,6 @@ def endpoint(sdk: str, server: FakeLLMServer, **extra) -> EndpointConfig:
                           **({"timeout": 5.0} | extra))
 
 
-def outcome(ep: EndpointConfig, request: ChatRequest, policy: RetryPolicy = POLICY):
-    async def go():
-        provider = make_provider(ep)
-        try:
-            return await call_with_retries(provider, request, policy, random.Random(0))
-        finally:
-            await provider.aclose()
-    return asyncio.run(go())
 
 
 # --- which requests stream ----------------------------------------------------------------------
