@@ -23,6 +23,7 @@ import yaml
 
 from evalnb.core.errors import ConfigError
 from evalnb.core.run_config import EndpointConfig, RunConfig
+from evalnb.core.subset import check_subset
 from evalnb.core.types import RetryPolicy
 from evalnb.core.redaction import SECRET_NAME, SECRET_VALUE
 from evalnb.providers import BATCH_PROVIDERS, PROVIDERS, REGISTRY, STREAMING_PROVIDERS
@@ -32,7 +33,7 @@ RESEND = ("batch", "live")
 BATCH_OPTION_KEYS = frozenset({"resend", "max_requests", "max_bytes", "inline_max_bytes"})
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
-               "model", "judges", "retry", "prices", "budget")
+               "model", "judges", "retry", "prices", "budget", "subset")
 PATH_KEYS = ("output_dir", "data", "corpus")
 PRICE_KEYS = frozenset({"input", "output", "batch_input", "batch_output"})
 RATE_LIMIT_KEYS = frozenset({"requests_per_minute", "input_tokens_per_minute",
@@ -338,6 +339,7 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         judges=tuple(_endpoint(j, f"judges[{i}]", concurrency, source) for i, j in enumerate(judges_raw)),
         retry=_retry(params.get("retry"), source), prices=dict(prices), options=options, source=source,
         budget=check_budget(params.get("budget"), source),
+        subset=check_subset(params.get("subset"), source),
     )
     if config.budget:
         check_priced(config)

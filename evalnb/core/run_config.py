@@ -56,6 +56,7 @@ class RunConfig:
     options: dict[str, Any] = field(default_factory=dict)   # benchmark-specific keys
     source: str = "parameters"   # the parameters file, for messages (not a parameter itself)
     budget: dict[str, Any] | None = None   # the spending ceiling (evalnb.execution.budget); not fingerprinted
+    subset: dict[str, Any] | None = None   # part of the data only (evalnb.core.subset); fingerprinted
 
     def error(self, key: str, problem: str) -> ConfigError:
         """A configuration error naming the parameters file and the key."""
@@ -89,5 +90,6 @@ class RunConfig:
             "concurrency": self.concurrency, "model": endpoint(self.model),
             "judges": [endpoint(j) for j in self.judges], "retry": asdict(self.retry),
             "prices": self.prices, **({"budget": self.budget} if self.budget else {}),
+            **({"subset": self.subset} if self.subset else {}),
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in self.options.items()},
         }
