@@ -155,9 +155,11 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     if hold_lock:
         run.lock = lock.acquire(run.dir, "evalnb run")   # refused if another process runs here
+    starting = not run.path("fingerprint.json").exists()
     _record_run(run)
-    for warning in warnings:
-        print(f"WARNING: {warning}", file=sys.stderr)
+    if starting:   # once per run, as it starts; the run's summary table shows them every time
+        for warning in warnings:
+            print(f"WARNING: {warning}", file=sys.stderr)
     return run
 
 
