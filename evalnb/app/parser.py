@@ -145,10 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = _sub(sub, "prompt", "print the exact request an item's calls would send (no call)",
              "The request an item's contestant call would send (endpoint, route, settings, prompt), and\n"
              "each judge's request on the answer already recorded (or a placeholder). Makes no call.",
-             "evalnb prompt params/demo_wildtrace.yaml wt-001")
+             "evalnb prompt params/demo_wildtrace.yaml wt-sample-01")
     _params(p)
     p.add_argument("item_id", metavar="ITEM", help="the item's id, as in the data file")
     p.add_argument("--role", metavar="ROLE", help="only this endpoint: model, judge1, judge2 ...")
+    _json(p, "the requests")
 
     p = _sub(sub, "compare", "compare finished runs of one benchmark (leaderboard, paired differences, "
                              "judge agreement, rubric analysis)",
@@ -187,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _sub(sub, "show", "print one item's evidence (question, response, verdicts ...) from a run",
              "One item's evidence from a run: its question, the response, each verdict, its score.",
-             "evalnb show outputs/demo-wildtrace wt-001")
+             "evalnb show outputs/demo-wildtrace wt-sample-01")
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="an aggregated run directory")
     p.add_argument("item_id", metavar="ITEM", help="the item's id")
 
