@@ -33,12 +33,12 @@ def compare_command(runs: Sequence[Path], out: Path | None, params: Path | None,
     config |= {k: v for k, v in options.items() if v is not None}
     cmp = open_compare(**config)   # refuses before anything is written
     check_out(cmp.out, [Path(r) for r in config["runs"]], chosen=out is not None or bool(config.get("out")))
-    output = cmp.out / COMPARE_NOTEBOOK.name
+    record = cmp.out / COMPARE_NOTEBOOK.name
     cmp.out.mkdir(parents=True, exist_ok=True)
     try:
-        execute_alone(COMPARE_NOTEBOOK, output, {"config": config}, cmp.out)
+        execute_alone(COMPARE_NOTEBOOK, record, {"config": config}, cmp.out)
     except PapermillExecutionError as e:
-        print(f"evalnb: compare failed: {e.ename}: {e.evalue.strip()} (record: {output})", file=sys.stderr)
+        print(f"evalnb: compare failed: {e.ename}: {e.evalue.strip()} (record: {record})", file=sys.stderr)
         return EXIT_ERROR
     print(f"evalnb: compare written to {cmp.out}", file=sys.stderr)
     if show_results:

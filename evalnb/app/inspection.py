@@ -11,6 +11,7 @@ from pathlib import Path
 
 from evalnb.app import EXIT_OK
 from evalnb.app.estimate_view import WIDTH, estimate_table
+from evalnb.app.live import live_progress
 from evalnb.app.suite_config import is_suite_file
 from evalnb.app.suite_estimate import estimate_suite
 from evalnb.core.records import write_json
@@ -61,7 +62,8 @@ def probe_command(params: Path, sets: Sequence[str], max_calls: int) -> int:
 
     config, _ = load_config(params, sets)
     check_keys(config)
-    results = probe_window(config, max_calls=max_calls)
+    with live_progress():
+        results = probe_window(config, max_calls=max_calls)
     for r in results:
         print(f"{r.kind}: {r.accepted_chars:,} characters accepted"
               + (f", {r.rejected_chars:,} rejected" if r.rejected_chars else " (the upper bound: probe higher)")

@@ -67,7 +67,7 @@ def run_status(run_dir: Path) -> str:
     records = latest_records(run_dir)
     rows, remaining = [], {}
     for stage, store, noun in CALL_STORES:
-        statuses = Counter(r.get("status") for k, r in records.items() if k.startswith(f"{store}:"))
+        statuses = Counter(str(r.get("status")) for k, r in records.items() if k.startswith(f"{store}:"))
         done = sum(statuses.values())
         total = totals.get(stage)
         if total is not None:

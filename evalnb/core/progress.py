@@ -75,10 +75,13 @@ class StageProgress:
                  mininterval: float = 1.0) -> None:
         from evalnb.core.progress_channel import Snapshot, Writer
 
-        self.bar = progress_bar(total=pending, desc=desc, unit=unit, mininterval=mininterval,
-                                disable=pending == 0)
-        self.snapshot = Snapshot(stage=stage, total=total, before=total - pending)
         self.writer = Writer()
+        # In the command's own process (probe-window) the command's view draws the channel:
+        # a second bar of tqdm's own on the same terminal would only garble it.
+        drawn_elsewhere = bool(self.writer.path) and not frontend.in_kernel()
+        self.bar = progress_bar(total=pending, desc=desc, unit=unit, mininterval=mininterval,
+                                disable=pending == 0 or drawn_elsewhere)
+        self.snapshot = Snapshot(stage=stage, total=total, before=total - pending)
         self._backing_off = 0
         self._quota = ""
         self.writer.write(self.snapshot, force=True)
@@ -122,8 +125,11 @@ class StageProgress:
             self.bar.set_postfix_str(text.replace("quota window", "waiting for quota"), refresh=True)
             self.writer.write(self.snapshot, force=True)
 
-    def close(self) -> None:
+    def close(self, total: int | None = None) -> None:
+        """The stage is over (``total``: its calls, when fewer were needed than foreseen)."""
         self.bar.close()
+        if total is not None:
+            self.snapshot.total = self.snapshot.before + total
         self.snapshot.waiting = ""
         self.snapshot.final = True
         self.writer.write(self.snapshot, force=True)

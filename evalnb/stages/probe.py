@@ -19,6 +19,7 @@ from evalnb.core.errors import EvalnbError
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest, is_context_length_error
 from evalnb.providers.retry import call_with_retries
+from evalnb.core.progress import StageProgress
 from evalnb.execution.runner import run_blocking
 
 PROBE_QUESTION = "Reply with the single word OK."
@@ -95,12 +96,19 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
         try:
             results = []
             for kind in ("en", "cjk"):
-                async def fits(chars: int, kind: CapKind = kind) -> bool:
+                # At most max_calls probes; the bisection usually needs fewer (the total is
+                # corrected when it stops).
+                progress = StageProgress(f"probe {kind}", total=max_calls, pending=max_calls,
+                                         desc=f"probe {kind}", unit="call")
+
+                async def fits(chars: int, kind: CapKind = kind, progress: StageProgress = progress) -> bool:
                     request = ChatRequest(
                         render_answer_prompt(PROBE_QUESTION, synthetic_document(kind, chars)),
                         max_tokens=max_tokens or settings[config.model.token_param],
                         temperature=settings["temperature"])
-                    outcome = await call_with_retries(provider, request, config.retry, rng)
+                    outcome = await call_with_retries(provider, request, config.retry, rng, progress.backoff)
+                    progress.finished("ok" if outcome.error is None else "rejected" if outcome.error.kind ==
+                                      "permanent" else f"failed_{outcome.error.kind}")
                     if outcome.error is None:
                         return True
                     if outcome.error.kind == "permanent" and is_context_length_error(
@@ -109,8 +117,11 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
                     raise EvalnbError(f"probe stopped at {chars:,} {kind} characters: "
                                       f"{outcome.error.message}")
 
-                accepted, rejected, calls = await search_window(fits, bounds[kind],
-                                                                tolerance=tolerance, max_calls=max_calls)
+                try:
+                    accepted, rejected, calls = await search_window(fits, bounds[kind],
+                                                                    tolerance=tolerance, max_calls=max_calls)
+                finally:
+                    progress.close(total=progress.snapshot.new)
                 results.append(WindowProbe(kind, accepted, rejected, calls))   # type: ignore[arg-type]
             return results
         finally:
