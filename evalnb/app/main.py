@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from evalnb.app import EXIT_ERROR
