@@ -35,6 +35,7 @@ POLL_SECONDS = 0.2
 LINE_SECONDS = 30.0          # off a terminal: the longest silence while a stage runs ...
 VERBOSE_LINE_SECONDS = 5.0   # ... and with -v
 STEPS = 10                   # ... and a line at each tenth of a stage's calls
+FALLBACK_COLUMNS = 100
 
 
 @dataclass
@@ -136,8 +137,10 @@ class LiveView:
         from tqdm import tqdm
 
         s = stage.last
+        # A terminal that reports no size (a fresh pseudo-terminal) gets 100 columns, not none.
+        width = {"dynamic_ncols": True} if _columns(self.stream) else {"ncols": FALLBACK_COLUMNS, "nrows": 24}
         return tqdm(total=s.total, initial=s.before, desc=_name(stage), unit="call", file=self.stream,
-                    dynamic_ncols=True, mininterval=0.5, leave=True)
+                    mininterval=0.5, leave=True, **width)
 
     def _update_bar(self, stage: _Stage, previous: Snapshot) -> None:
         bar, s = stage.bar, stage.last
@@ -173,6 +176,13 @@ class LiveView:
         stage.step = s.done * STEPS // s.total if s.total else 0
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(s.at))
         print(f"{stamp} evalnb: {_name(stage)}: {progress_text(s)}", file=self.stream, flush=True)
+
+
+def _columns(stream: IO[str]) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 def _name(stage: _Stage) -> str:
