@@ -135,35 +135,21 @@ def test_limit_and_items_give_the_run_a_name_and_directory_of_its_own(tmp_path: 
 
 # --- live progress -------------------------------------------------------------------------------
 
-def _progress_child(tmp_path: Path, stderr: int) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "tests.progress_child", str(tmp_path / "run")], cwd=ROOT,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
-
-
-def test_progress_in_a_pipe_is_timestamped_lines_at_a_bounded_rate(tmp_path: Path) -> None:
+def test_progress_on_a_terminal_and_in_a_pipe(tmp_path: Path) -> None:
+    """The same stage (paced so that calls wait for their quota window, one call retried) with
+    stderr a pseudo-terminal and a pipe, side by side: a bar drawn in place on the one,
+    timestamped lines at a bounded rate on the other."""
     from evalnb.app.live import LINE_SECONDS, STEPS
 
-    started = time.monotonic()
-    child = _progress_child(tmp_path, subprocess.PIPE)
-    _, err = child.communicate(timeout=120)
-    elapsed = time.monotonic() - started
-    assert child.returncode == 0, err
-    text = err.decode()
-    assert "\r" not in text and "\x1b" not in text
-    lines = [line for line in text.splitlines() if STAMPED.match(line)]
-    # A start line, one per tenth passed, the end line, and at most one per 30 s besides.
-    assert 2 <= len(lines) <= STEPS + 2 + elapsed / LINE_SECONDS
-    assert "generate: 0/12 calls (0%)" in lines[0]
-    final = lines[-1]
-    assert "generate: done: 12/12 calls (100%), ok 11, failed 0, out_of_context 1" in final
-    assert "1 retry" in final and re.search(r"\d+ quota waits?", final), final
-    assert "SERVER-REQUESTS 12" in text   # 11 calls (one out of context), one of them retried
+    def start(run: str, stderr: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", "tests.progress_child", str(tmp_path / run)], cwd=ROOT,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
 
-
-def test_progress_on_a_terminal_is_a_bar_drawn_in_place(tmp_path: Path) -> None:
     master, slave = pty.openpty()
-    child = _progress_child(tmp_path, slave)
+    started = time.monotonic()
+    on_terminal = start("tty", slave)
     os.close(slave)
+    in_pipe = start("pipe", subprocess.PIPE)
     seen = b""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:   # until the child closes the terminal
@@ -178,13 +164,26 @@ def test_progress_on_a_terminal_is_a_bar_drawn_in_place(tmp_path: Path) -> None:
             break
         seen += chunk
     os.close(master)
-    assert child.wait(timeout=30) == 0
+    _, err = in_pipe.communicate(timeout=120)
+    elapsed = time.monotonic() - started
+    assert on_terminal.wait(timeout=30) == 0 and in_pipe.returncode == 0, err
+
     text = seen.decode("utf-8", "replace")
     assert "\r" in text and not any(STAMPED.match(line) for line in text.splitlines())
     draws = text.split("\r")
     assert any("12/12" in d and "ok 11" in d for d in draws), text[-600:]
-    assert any("waiting: retry backoff" in d for d in draws) or any("1 retry" in d for d in draws)
-    assert any("quota" in d for d in draws), text[-600:]
+    assert any("retry backoff" in d or "1 retry" in d for d in draws) and any("quota" in d for d in draws), text
+
+    text = err.decode()
+    assert "\r" not in text and "\x1b" not in text
+    lines = [line for line in text.splitlines() if STAMPED.match(line)]
+    # A start line, one per tenth passed, the end line, and at most one per 30 s besides.
+    assert 2 <= len(lines) <= STEPS + 2 + elapsed / LINE_SECONDS
+    assert "generate: 0/12 calls (0%)" in lines[0]
+    final = lines[-1]
+    assert "generate: done: 12/12 calls (100%), ok 11, failed 0, out_of_context 1" in final
+    assert "1 retry" in final and re.search(r"\d+ quota waits?", final), final
+    assert "SERVER-REQUESTS 12" in text   # 11 calls (one out of context), one of them retried
 
 
 # --- evalnb prompt -------------------------------------------------------------------------------
@@ -265,3 +264,15 @@ def test_status_of_a_folder_that_holds_no_run(tmp_path: Path, capsys: pytest.Cap
     assert main(["status", str(tmp_path)]) == 0
     assert "not a run directory (no config.json): nothing has been recorded here" in capsys.readouterr().out
     assert main(["status", str(tmp_path / "missing")]) == 1
+
+
+def test_a_runs_warnings_are_said_once_as_it_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evalnb.stages.pipeline import open_run
+
+    params = openai_params(tmp_path, "http://127.0.0.1:9")
+    del params["model"]["caps"]   # a model the caps table does not list: a warning
+    first = open_run(params, prefetch_sdks=False)
+    assert first.warnings and capsys.readouterr().err.count("WARNING: ") == len(first.warnings)
+    again = open_run(params, prefetch_sdks=False)
+    assert again.warnings == first.warnings and "WARNING" not in capsys.readouterr().err
+    assert again.summary().loc["warning"].size   # still shown where the run is looked at

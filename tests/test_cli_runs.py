@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from evalnb.app.main import main
+from evalnb.app.results import run_results, run_text
 from evalnb.core.estimates import estimate_text
 from tests.conftest import ROOT, deterministic_responder
 from tests.fakeserver import FakeLLMServer
@@ -33,13 +34,15 @@ def evalnb(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Two offline WildTrace runs, their comparison, and a --limit 2 run of the first (about 40 s)."""
+    """Two offline WildTrace runs, their comparison, and a --limit 2 run of the first; the last
+    two runs without their report stage, which nothing here reads (about 50 s)."""
     root = tmp_path_factory.mktemp("cli-runs")
     a, b = root / "a", root / "b"
+    no_report = [arg for stage in ("generate", "judge", "aggregate") for arg in ("--stage", stage)]
     first = evalnb("run", str(DEMO), "--set", f"output_dir={a}", "--json")
-    second = evalnb("run", str(DEMO), "--set", f"output_dir={b}", "--set", "model.name=lead-3", "-q")
+    second = evalnb("run", str(DEMO), "--set", f"output_dir={b}", "--set", "model.name=lead-3", *no_report)
     compared = evalnb("compare", str(a), str(b), "--out", str(root / "cmp"), "--json")
-    limited = evalnb("run", str(DEMO), "--set", f"output_dir={a}", "--limit", "2")
+    limited = evalnb("run", str(DEMO), "--set", f"output_dir={a}", "--limit", "2", "-q", *no_report)
     yield {"root": root, "a": a, "b": b, "first": first, "second": second, "compared": compared,
            "limited": limited}
 
@@ -64,17 +67,15 @@ def test_run_shows_the_kernels_progress_and_ends_with_its_results_as_json(runs: 
     assert not [name for name in LOCKS if (runs["a"] / name).exists()]   # released, and gone
 
 
-def test_the_results_table_prints_each_headline_estimate_as_scores_json_has_it(
-        runs: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    assert runs["second"].returncode == 0 and runs["second"].stdout == ""   # -q: no table
-    assert main(["run", str(DEMO), "--set", f"output_dir={runs['a']}", "--stage", "report"]) == 0
-    captured = capsys.readouterr()
-    assert "WARNING" not in captured.err
-    for name, m in scores(runs["a"])["metrics"].items():
+def test_the_results_table_prints_each_headline_estimate_as_scores_json_has_it(runs: dict[str, Any]) -> None:
+    second = runs["second"]
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.startswith("demo-wildtrace (wildtrace; offline:lead-3): complete [offline approximation]")
+    for name, m in scores(runs["b"])["metrics"].items():
         if m["headline"]:
-            row = next(line for line in captured.out.splitlines() if line.split()[:1] == [name])
+            row = next(line for line in second.stdout.splitlines() if line.split()[:1] == [name])
             assert estimate_text(m["value"], m["ci"]["low"], m["ci"]["high"]) in row and f" {m['ci']['n']} " in row
-    assert f"record: {runs['a']}" in captured.out
+    assert second.stdout.rstrip().endswith(f"record: {runs['b']}")
 
 
 def test_compare_ends_with_the_ranking_and_refuses_a_limit_run(runs: dict[str, Any]) -> None:
@@ -93,7 +94,8 @@ def test_compare_ends_with_the_ranking_and_refuses_a_limit_run(runs: dict[str, A
     trial = runs["root"] / "a-limit2"
     assert scores(trial)["n_tasks"] == 2 and scores(trial)["run_name"] == "demo-wildtrace-limit2"
     assert json.loads((trial / "fingerprint.json").read_text())["parts"]["subset"]["value"] == {"limit": 2}
-    assert "[subset first 2 items: not comparable with the full run]" in limited.stdout
+    assert limited.stdout == ""   # -q: no table
+    assert "[subset first 2 items: not comparable with the full run]" in run_text(run_results(trial))
     refused = evalnb("compare", str(runs["a"]), str(trial), "--out", str(runs["root"] / "cmp2"))
     assert refused.returncode == 1 and "subset" in refused.stderr and "refusing to compare" in refused.stderr
     assert not (runs["root"] / "cmp2").exists()

@@ -38,7 +38,7 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
     ``results``: end with the results table (``evalnb demo`` prints its own, once)."""
     with live_progress() as view:
         code = _execute_stages(params, sets, stages, wait, view)
-    if results and "aggregate" in stages and _LAST_RUN:
+    if results and _LAST_RUN and {"aggregate", "report"} & set(stages):   # else scores.json may be stale
         from evalnb.app.results import run_results, run_text
 
         doc = run_results(_LAST_RUN[-1])
