@@ -35,26 +35,26 @@ def estimate_command(params: Path, sets: Sequence[str], wide: bool = False) -> i
     print(estimate_table(rows, wide))
     shortest = minimum_run_minutes(rows)
     if shortest is not None:
-        _note(f"Shortest time under the configured rate limits: {shortest:g} minutes (stages in turn, "
+        _note(wide, f"Shortest time under the configured rate limits: {shortest:g} minutes (stages in turn, "
               "endpoints of a stage side by side; output counted at its budgets).")
-    _note("ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
+    _note(wide, "ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
           "output tokens and judge calls for answers not yet generated are upper bounds "
           "(every in-scope task answered, every budget used).")
     if not wide:
-        _note("cost (max): input at its estimate and every output budget used, at the live price; "
+        _note(wide, "cost (max): input at its estimate and every output budget used, at the live price; "
               "--wide for every column (batch prices, rate-limit minutes, measured latency).")
     if wide and any(r["measured_calls"] for r in rows):
-        _note("Measured: measured_median_s from this run's finished calls; est_minutes_measured at that median "
+        _note(wide, "Measured: measured_median_s from this run's finished calls; est_minutes_measured at that median "
               "with the endpoint's concurrency; est_output_tokens_measured at their mean output.")
     if wide and config.prices:
-        _note(f"Costs: max_total_cost_usd at the live price, max_total_cost_batch_usd in batch mode ({price_note(config.prices)}); "
+        _note(wide, f"Costs: max_total_cost_usd at the live price, max_total_cost_batch_usd in batch mode ({price_note(wide, config.prices)}); "
               "mode is how each endpoint is set to run.")
     return EXIT_OK
 
 
-def _note(text: str) -> None:
-    """A note under the estimate, wrapped to the table's 100 columns."""
-    print(textwrap.fill(text, WIDTH))
+def _note(wide: bool, text: str) -> None:
+    """A note under the estimate, wrapped to the table's 100 columns (``--wide``: unwrapped)."""
+    print(text if wide else textwrap.fill(text, WIDTH))
 
 
 def probe_command(params: Path, sets: Sequence[str], max_calls: int) -> int:
