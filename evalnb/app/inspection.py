@@ -47,7 +47,7 @@ def estimate_command(params: Path, sets: Sequence[str], wide: bool = False) -> i
         _note(wide, "Measured: measured_median_s from this run's finished calls; est_minutes_measured at that median "
               "with the endpoint's concurrency; est_output_tokens_measured at their mean output.")
     if wide and config.prices:
-        _note(wide, f"Costs: max_total_cost_usd at the live price, max_total_cost_batch_usd in batch mode ({price_note(wide, config.prices)}); "
+        _note(wide, f"Costs: max_total_cost_usd at the live price, max_total_cost_batch_usd in batch mode ({price_note(config.prices)}); "
               "mode is how each endpoint is set to run.")
     return EXIT_OK
 

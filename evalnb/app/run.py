@@ -38,7 +38,9 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
     ``results``: end with the results table (``evalnb demo`` prints its own, once)."""
     with live_progress() as view:
         code = _execute_stages(params, sets, stages, wait, view)
-    if results and _LAST_RUN and {"aggregate", "report"} & set(stages):   # else scores.json may be stale
+    # Only after its aggregate or report stage ran (else scores.json may be stale), and not after
+    # an error, whose one line says what happened.
+    if results and _LAST_RUN and {"aggregate", "report"} & set(stages) and code != EXIT_ERROR:
         from evalnb.app.results import run_results, run_text
 
         doc = run_results(_LAST_RUN[-1])
