@@ -130,7 +130,7 @@ def test_ctrl_c_during_a_stage_stops_the_kernel_says_one_line_exits_130_and_resu
         assert [line for line in said if not line.startswith("evalnb: generate -> ")] == said[-1:], err
         wait_for(lambda: not alive(kernel), 10)
         server.responder = deterministic_responder
-        resumed = run_cli("run", str(path), "--json")
+        resumed = run_cli("run", str(path), "--json", "--stage", "generate", "--stage", "judge", "--stage", "aggregate")
         assert resumed.returncode == 0, resumed.stderr
         assert not [name for name in LOCKS if (run_dir / name).exists()]
         doc = json.loads(resumed.stdout)   # the results, one JSON document on stdout and nothing else
