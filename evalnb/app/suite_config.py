@@ -41,7 +41,7 @@ from evalnb import config as cfg
 from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.config import RunConfig
 from evalnb.core.errors import ConfigError, EvalnbError
-from evalnb.core.fingerprint import changed_parts, fingerprint, short_json
+from evalnb.core.fingerprint import change_lines, fingerprint
 from evalnb.core.records import read_json_if_exists
 from evalnb.execution.budget import LEDGER_NAME
 from evalnb.stages.pipeline import check_keys, make_benchmark
@@ -189,10 +189,9 @@ def _check_fingerprint(where: str, config: RunConfig, benchmark: Benchmark) -> N
     new = fingerprint(benchmark.fingerprint_parts())
     if old["sha256"] == new["sha256"]:
         return
-    details = "; ".join(f"{n}: {short_json(old['parts'].get(n, {}).get('value'))} -> "
-                        f"{short_json(new['parts'].get(n, {}).get('value'))}" for n in changed_parts(old, new))
-    raise ConfigError(f"{where}: changed since its run started in {config.output_dir} ({details}); "
-                      "its scores would not be comparable: give the changed contestant a new run_name")
+    details = "\n".join(f"  {line}" for line in change_lines(old, new))
+    raise ConfigError(f"{where}: changed since its run started in {config.output_dir}:\n{details}\n"
+                      "Its scores would not be comparable: give the changed contestant a new run_name")
 
 
 def _check_comparable(contestants: Sequence[Contestant], source: str) -> None:
