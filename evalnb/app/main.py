@@ -88,7 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     init_p.add_argument("folder", type=Path, nargs="?", default=Path("."), help="default: the current directory")
     init_p.add_argument("--force", action="store_true", help="overwrite files that differ")
     verify_p = sub.add_parser("verify", help="recompute a run (or compare, or pack archive) from its stores and "
-                                             "inputs and check every number it reports; exit 1 on any discrepancy")
+                                             "inputs and check every number it reports; exit 1 on any discrepancy, 2 when "
+                                             "nothing differs but something could not be checked")
     verify_p.add_argument("target", type=Path, help="a run directory, a compare directory, or an archive from pack")
     verify_p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=PATH",
                           help="where an input is now (data, corpus, responses ...), when not at its recorded path")
