@@ -118,6 +118,7 @@ def load_suite(path: Path, sets: Sequence[str] = (), *, require_keys: bool = Tru
     path = path.expanduser().resolve()
     raw = cfg.apply_sets(cfg.read_params_file(path), sets)
     source = str(path)
+    _check_suite_keys(raw, source)
     name = raw.get("suite_name")
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ConfigError(f"{source}: suite_name: required, letters, digits, '.', '_' or '-'")
@@ -159,6 +160,25 @@ def load_suite(path: Path, sets: Sequence[str] = (), *, require_keys: bool = Tru
                         for run_name, where, params in prepared)
     _check_comparable(contestants, source)
     return Suite(name, path, suite_dir, parallel, budget["max_cost_usd"] if budget else None, contestants)
+
+
+def _check_suite_keys(raw: Mapping[str, Any], source: str) -> None:
+    """The suite file's top-level keys are suite keys or run parameters its contestants share: a
+    typo (``paralel_runs``) is named as the suite file's key, with the closest known one, before
+    any contestant is read (where it would be that contestant's unknown parameter)."""
+    entries = raw.get("contestants") if isinstance(raw.get("contestants"), list) else []
+    names = {n for n in [raw.get("benchmark"), *(c.get("benchmark") for c in entries if isinstance(c, Mapping))]
+             if isinstance(n, str)}
+    try:   # no benchmark named anywhere: its options unknown, the contestants' own check says so
+        options = {key for n in names for key in benchmark_for(n).OPTIONS} if names else None
+    except EvalnbError:   # an unknown benchmark: the contestant's own check names it
+        options = None
+    if options is None:
+        return
+    known = {*SUITE_KEYS, *cfg.COMMON_KEYS, *options}
+    if unknown := sorted(set(raw) - known, key=str):
+        raise ConfigError(f"{source}: unknown suite key(s) {cfg.unknown_keys(unknown, known)}: neither a suite "
+                          f"key ({', '.join(SUITE_KEYS)}) nor a run parameter the contestants share")
 
 
 def _contestant(run_name: str, where: str, params: dict[str, Any], base: Path, require_keys: bool) -> Contestant:
