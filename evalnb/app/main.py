@@ -51,7 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                        help="override a parameter (dotted keys, YAML values); repeatable")
     run_p.add_argument("--stage", choices=STAGES, action="append",
-                       help="run only this stage (repeatable); default: all four in order")
+                       help="run only this stage (repeatable), even when it has nothing to do; default: all four "
+                            "in order, each skipped when its record stands and it has nothing to do")
     run_p.add_argument("--wait", action="store_true",
                        help="batch mode: poll batches in flight until they finish (default: poll once, exit 2 "
                             "while any is running)")
@@ -111,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from evalnb.app.run import execute_stages
             stages = [s for s in STAGES if s in (args.stage or STAGES)]
             return execute_stages(args.params, args.sets, stages,
-                                  wait=args.poll_interval if args.wait else None)
+                                  wait=args.poll_interval if args.wait else None, forced=bool(args.stage))
         if args.command in ("estimate", "probe-window", "show"):
             from evalnb.app import inspection
             if args.command == "estimate":

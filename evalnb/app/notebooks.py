@@ -73,8 +73,8 @@ def failure_cause(notebook: Path, error: Exception) -> str:
                 return redact(_one_line(cause))
         if (cell.get("metadata", {}).get("papermill") or {}).get("exception"):   # failed, no error output
             stderr = "".join(o.get("text", "") for o in outputs if o.get("name") == "stderr")
-            if cause := innermost_cause(stderr):
-                return redact(_one_line(cause))
+            if group := innermost_cause(stderr):
+                return redact(_one_line(group))
     return redact(_one_line(innermost_cause(getattr(error, "traceback", None) or []) or
                             f"{getattr(error, 'ename', type(error).__name__)}: {getattr(error, 'evalue', error)}"))
 

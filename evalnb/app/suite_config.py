@@ -166,7 +166,7 @@ def _check_suite_keys(raw: Mapping[str, Any], source: str) -> None:
     """The suite file's top-level keys are suite keys or run parameters its contestants share: a
     typo (``paralel_runs``) is named as the suite file's key, with the closest known one, before
     any contestant is read (where it would be that contestant's unknown parameter)."""
-    entries = raw.get("contestants") if isinstance(raw.get("contestants"), list) else []
+    entries = raw["contestants"] if isinstance(raw.get("contestants"), list) else []
     names = {n for n in [raw.get("benchmark"), *(c.get("benchmark") for c in entries if isinstance(c, Mapping))]
              if isinstance(n, str)}
     try:   # no benchmark named anywhere: its options unknown, the contestants' own check says so

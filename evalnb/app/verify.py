@@ -156,7 +156,7 @@ def verify_compare(folder: Path, label: str, sets: Sequence[str]) -> list[str]:
     notebook = folder / "05_compare.ipynb"
     if recorded is None or not notebook.exists():
         return [f"{label}/{'compare.json' if recorded is None else notebook.name}: missing"] + key_lines(folder, label)
-    lines = []
+    lines: list[str] = []
     for entry in recorded["runs"]:
         run_dir = Path(entry["dir"])
         fingerprint = read_json_if_exists(run_dir / "fingerprint.json") if run_dir.is_dir() else None

@@ -148,7 +148,7 @@ def _replayed(call: Call, record: Record, read_reply: bool) -> dict[str, Any]:
 
 def check_records(run_dir: Path, label: str, run: Run, stores: Mapping[str, Mapping[str, Record]]) -> list[str]:
     """Every stored record whose fields the inputs (and its reply) decide, decided again."""
-    lines = []
+    lines: list[str] = []
     stage_calls = {"generate": run.benchmark.generation_calls(),
                    "judge": run.benchmark.judge_calls(stores["generate"])}
     for stage, calls in stage_calls.items():
