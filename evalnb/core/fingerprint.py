@@ -53,7 +53,7 @@ def change_lines(old: Mapping[str, Any], new: Mapping[str, Any], limit: int = CH
 
 
 def _value(value: Any) -> str:
-    return "<absent>" if value == "<absent>" else short(value, 60)
+    return "<absent>" if value == "<absent>" else short(value)
 
 
 def check_or_record(path: Path, new: dict[str, Any]) -> None:
