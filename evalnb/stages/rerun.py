@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalnb.core.errors import EvalnbError
 from evalnb.core.jsondiff import as_json, differences
 from evalnb.core.manifest import store_digest, utc_now
 from evalnb.core.records import read_json_if_exists
@@ -72,13 +73,16 @@ def plan(run: Run, records: Mapping[str, Path], *, forced: bool = False) -> Plan
     changed = differences(recorded, now, whole_lists=True) if recorded is not None else []
     if forced:
         return Plan((), stages, changed)
-    stores = stage_records(run)
     standing: list[tuple[str, Any]] = []   # (stage, the config its notebook was given)
-    for stage in stages:
-        given = standing_config(records[stage])
-        if given is _NO_RECORD or has_work(run, stage, stores):
-            break
-        standing.append((stage, given))
+    try:
+        stores = stage_records(run)
+        for stage in stages:
+            given = standing_config(records[stage])
+            if given is _NO_RECORD or has_work(run, stage, stores):
+                break
+            standing.append((stage, given))
+    except EvalnbError:   # a store that cannot be read: the stage itself says so, in its record
+        return Plan((), stages, changed)
     if len(standing) == len(stages):
         return Plan(stages, (), changed)
     skip: list[str] = []
