@@ -93,7 +93,7 @@ def test_a_cap_probed_on_the_corpus_fits_its_documents(tmp_path: Path, reserve: 
     from the measured characters a token, then checked). The edge is found here by the
     fake's tokenizer, independently of the probe."""
     from evalnb.benchmarks.wildtrace.protocol import MAX_TOKENS, render_answer_prompt
-    from evalnb.stages.probe_text import probe_texts
+    from evalnb.stages.probe_text import ProbeText, probe_texts
     from tests.conftest import openai_params
     from tests.fakeserver import FakeLLMServer, Text, word_tokens
 
@@ -110,7 +110,7 @@ def test_a_cap_probed_on_the_corpus_fits_its_documents(tmp_path: Path, reserve: 
         text = texts[result.kind]
         assert text.source.startswith("corpus: ") and result.text_source == text.source
 
-        def fits(n: int) -> bool:
+        def fits(n: int, text: ProbeText = text) -> bool:
             prompt = render_answer_prompt(probe.PROBE_QUESTION, text.document(n))
             return word_tokens(prompt) + (MAX_TOKENS if reserve else 0) <= window
         low, high = 0, 200_000

@@ -5,16 +5,12 @@ classified by the rules of the HTTP status it stands for."""
 
 from __future__ import annotations
 
-import asyncio
-import random
 
 import pytest
 
 import tests.fakeserver as fakeserver
 from evalnb.core.tokens import CHARS_PER_TOKEN
-from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest
-from evalnb.providers.retry import call_with_retries
 from evalnb.execution.runner import usage_fields
 from tests.fakeserver import FakeLLMServer, Text
 from tests.fakestream import Event
@@ -133,3 +129,37 @@ def test_a_ceiling_stops_a_run_whose_streams_report_no_usage(tmp_path, monkeypat
     stopped, _ = run_under(expected / 2, "bounded")
     assert stopped["budget"]["ceilings"][0]["stopped"], "the ceiling stopped the run"
     assert stopped["budget"]["ceilings"][0]["spent_usd"] <= expected / 2
+
+
+TIMINGS = {"prompt_n": 40, "prompt_ms": 812.5, "predicted_n": 12, "predicted_ms": 1187.5}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_server_own_timings_are_recorded_beside_the_client_total(server: FakeLLMServer,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  stream: bool) -> None:
+    """llama.cpp's server adds ``timings`` to a reply (its last event when streamed): the
+    seconds it spent, apart from the queue in front of it that the client's total includes."""
+    import json as _json
+    if stream:
+        render = fakeserver.STREAM_RENDERERS["openai"]
+
+        def with_timings(*args):   # type: ignore[no-untyped-def]
+            events = render(*args)
+            last = _json.dumps({"id": "x", "object": "chat.completion.chunk", "choices": [], "timings": TIMINGS})
+            return events[:-1] + [Event(f"data: {last}\n\n".encode()), events[-1]]   # before [DONE]
+        monkeypatch.setitem(fakeserver.STREAM_RENDERERS, "openai", with_timings)
+    else:
+        plain = fakeserver._RENDERERS["openai"]
+
+        def with_body_timings(*args):   # type: ignore[no-untyped-def]
+            status, headers, body = plain(*args)
+            return status, headers, body | {"timings": TIMINGS}
+        monkeypatch.setitem(fakeserver._RENDERERS, "openai", with_body_timings)
+    server.latency = 0.3   # the client waits longer than the server says it worked
+    server.queue(Text(ANSWER))
+    result = outcome(endpoint("openai", server, stream=stream), ChatRequest("q", 64, 0.1))
+    latency = result.completion.latency
+    assert latency.server_s == pytest.approx((812.5 + 1187.5) / 1000)
+    assert result.completion.raw["server_timings"] == TIMINGS
+    assert latency.total_s >= 0.3

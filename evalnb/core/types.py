@@ -58,6 +58,8 @@ class Latency:
     total_s: float
     first_token_s: float | None = None
     output_tokens_per_s: float | None = None
+    server_s: float | None = None   # the server's own time where it reports it (llama.cpp's timings):
+                                    # total_s also holds the queue in front of a busy server
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,7 @@ class ChunkAssembly:
         self.reasoning: list[str] = []
         self.finish: str | None = None
         self.usage: Any = None
+        self.timings: Any = None
         self.first: dict[str, Any] | None = None
         self.done = False
 
@@ -114,6 +115,8 @@ class ChunkAssembly:
         if not choices:
             if chunk.get("usage"):
                 self.usage = chunk["usage"]
+            if chunk.get("timings"):
+                self.timings = chunk["timings"]
             return
         choice = choices[0] if isinstance(choices, list) else None
         delta = choice.get("delta") if isinstance(choice, dict) else None
@@ -133,6 +136,8 @@ class ChunkAssembly:
             self.finish = choice["finish_reason"]
         if chunk.get("usage"):
             self.usage = chunk["usage"]
+        if chunk.get("timings"):   # llama.cpp's server: its own prompt and generation times
+            self.timings = chunk["timings"]
 
     @staticmethod
     def _error(error: Any) -> None:
@@ -147,7 +152,7 @@ class ChunkAssembly:
         assembled = {"id": first.get("id"), "object": "chat.completion", "created": first.get("created"),
                      "model": first.get("model"), "system_fingerprint": first.get("system_fingerprint"),
                      "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
-                     "usage": self.usage}
+                     "usage": self.usage, **({"timings": self.timings} if self.timings else {})}
         return cast(ChatCompletion, construct_type(type_=ChatCompletion, value=assembled))
 
 

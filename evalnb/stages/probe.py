@@ -113,7 +113,8 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
                 text = texts[kind]   # type: ignore[index]
                 seen: list[tuple[int, int | None]] = []   # accepted (characters, reported input tokens)
 
-                async def send(chars: int, budget: int, kind: CapKind = kind, text: ProbeText = text) -> bool:
+                async def send(chars: int, budget: int, kind: CapKind = kind, text: ProbeText = text,
+                               seen: list[tuple[int, int | None]] = seen) -> bool:
                     request = ChatRequest(render_answer_prompt(PROBE_QUESTION, text.document(chars)),
                                           max_tokens=budget, temperature=settings["temperature"])
                     outcome = await call_with_retries(provider, request, config.retry, rng)
