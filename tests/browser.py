@@ -92,15 +92,18 @@ def page_state(driver: Any) -> str:
     lines = []
     try:
         console = driver.get_log("browser")
-        lines.append(f"console ({len(console)} entries since the last look; the last 40):")
-        lines += [f"  {e.get('level')} {e.get('message', '')[:400]}" for e in console[-40:]]
+        errors = [e for e in console if e.get("level") in ("SEVERE", "ERROR")]
+        others = [e for e in console if e not in errors]
+        lines.append(f"console since the last look: {len(errors)} errors (the last 20), "
+                     f"{len(others)} other entries (the last 20):")
+        lines += [f"  {e.get('level')} {e.get('message', '')[:400]}" for e in errors[-20:] + others[-20:]]
     except Exception as error:   # the browser itself may be what failed
         lines.append(f"console: could not be read ({error!r})")
     try:
         shown = driver.execute_script(
             "return {dialogs: Array.from(document.querySelectorAll('.jp-Dialog, dialog[open], [role=dialog]'))"
-            ".map(d => d.textContent.trim().slice(0, 400)), focus: document.hasFocus(), url: location.href,"
-            " readyState: document.readyState};")
+            ".map(d => d.innerText.trim().replace(/\\s*\\n\\s*/g, ' | ').slice(0, 400)),"
+            " focus: document.hasFocus(), url: location.href, readyState: document.readyState};")
         lines.append(f"dialogs open: {shown['dialogs'] or 'none'}")
         lines.append(f"page: {shown['url'].split('?')[0]} ({shown['readyState']}), has focus: {shown['focus']}")
     except Exception as error:
@@ -123,7 +126,8 @@ def wait_for(driver: Any, what: str, look: Callable[[], tuple[bool, Any]], timeo
         try:
             done, seen = look()
         except WebDriverException as error:
-            done, seen = False, f"the look failed: {str(error).strip().splitlines()[0] if str(error).strip() else error!r}"
+            message = str(error).strip()
+            done, seen = False, f"the look failed: {message.splitlines()[0] if message else repr(error)}"
         now = time.monotonic()
         if done:
             print(f"waited {now - start:.1f} s for {what}; saw {_short(seen)}", flush=True)

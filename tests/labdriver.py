@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.browser import wait_for_script
+from tests.browser import page_state, wait_for_script
 
 LAB_START = 120     # seconds for the server to answer, and again for the page to restore its layout
 KERNEL_START = 120  # seconds for a notebook to open with its kernel connected and idle (a loaded machine)
@@ -125,6 +125,7 @@ class LabPage:
 
     def __init__(self, driver: Any, lab: Lab) -> None:
         self.driver, self.lab = driver, lab
+        self.paths: dict[str, str] = {}   # widget id -> the notebook's path, to name it in messages
 
     def _wait(self, what: str, script: str, timeout: float, *args: Any) -> Any:
         return wait_for_script(self.driver, what, script, timeout, *args, context=self.lab.log_tail)
@@ -149,7 +150,8 @@ class LabPage:
         n = self.start(name, args)
         entry = self._wait(f"the command {name} to finish", COMMAND_STATE +
                            "return {done: !!command && command.state !== 'pending', seen: command};", timeout, None, n)
-        assert entry["state"] == "resolved", f"the command {name} failed: {entry['error']}\n{self.lab.log_tail()}"
+        assert entry["state"] == "resolved", \
+            f"the command {name} failed: {entry['error']}\n{page_state(self.driver)}\n{self.lab.log_tail()}"
         return dict(entry)
 
     def start(self, name: str, args: dict[str, Any] | None = None) -> int:
@@ -157,11 +159,12 @@ class LabPage:
 
     def _open_with_kernel(self, widget: str | None, what: str, path: str | None) -> str:
         assert widget, f"{what}: the command returned no widget"
-        self._wait(f"{what} open with its kernel connected and idle", NOTEBOOK + """
+        seen = self._wait(f"{what} open with its kernel connected and idle", NOTEBOOK + """
             const s = state();
             return {done: s.found && (arguments[1] === null || s.path === arguments[1]) && s.contextReady
                           && s.sessionReady && s.connectionStatus === 'connected' && s.status === 'idle', seen: s};""",
                    KERNEL_START, widget, path)
+        self.paths[widget] = seen["path"]
         return widget
 
     def open_notebook(self, path: str) -> str:
@@ -188,7 +191,7 @@ class LabPage:
         """Run > Run All Cells in that notebook; 'done' once every code cell has run, 'failed' once
         one has failed (which stops the rest), and the kernel is idle again."""
         n = self.start("notebook:run-all-cells", {"semanticWidget": widget})   # that notebook, not the current one
-        seen = self._wait(f"Run All Cells in {widget} to finish", NOTEBOOK + COMMAND_STATE + """
+        seen = self._wait(f"Run All Cells in {self.paths.get(widget, widget)} to finish", NOTEBOOK + COMMAND_STATE + """
             if (!p || !command) { return {done: false, seen: {notebook: state(), command: command}}; }
             const cells = p.content.widgets.filter(c => c.model.type === 'code');
             const ran = cells.filter(c => c.model.executionCount !== null).length;
@@ -209,7 +212,7 @@ class LabPage:
         """What the notebook's page shows once its outputs are drawn (every image loaded): each code
         cell's outputs as rendered (mime type, text), its images' displayed sizes, and the width
         of the notebook's text."""
-        self._wait(f"the outputs of {widget} drawn", NOTEBOOK + """
+        self._wait(f"the outputs of {self.paths.get(widget, widget)} drawn", NOTEBOOK + """
             if (!p) { return {done: false, seen: state()}; }
             const cells = p.content.widgets.filter(c => c.model.type === 'code');
             const drawn = cells.filter(c => c.node.querySelectorAll('.jp-OutputArea-child').length
