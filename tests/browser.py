@@ -35,15 +35,26 @@ def _browser_or_reason() -> tuple[str, str] | str:
     return binary, driver
 
 
-def start_chromium(arguments: tuple[str, ...], what: str) -> Any:
+# A page that never gets a focus event, as headless chromium leaves a page on some machines: the
+# element is focused (document.activeElement) but neither focus nor blur is dispatched, and
+# document.hasFocus() is false. Stopped at the window, before any listener of the page sees it.
+NO_FOCUS_EVENTS = """
+document.hasFocus = () => false;
+for (const type of ['focus', 'blur', 'focusin', 'focusout']) {
+  window.addEventListener(type, event => event.stopImmediatePropagation(), true);
+}
+"""
+
+
+def start_chromium(arguments: tuple[str, ...], what: str, focused: bool = True) -> Any:
     """Debian's chromium through chromedriver, with ``arguments``; under CI a missing browser
     fails the test instead of skipping it. Selenium never downloads a browser or a driver.
 
-    The page is told it has the focus, as the window a person works in has: headless chromium
-    gives a page none of its own (``document.hasFocus()`` false, and then no ``focus`` event is
-    ever dispatched, which is what JupyterLab's shell tracks its current widget by). The tests
-    do not depend on it (they name the widget they mean), but the page then behaves as it does
-    for a person."""
+    Whether a headless page has the focus depends on the machine (on some, chromium never gives
+    it one: ``document.hasFocus()`` false and no ``focus`` event ever dispatched). So that a
+    test runs the same everywhere, the page is either told it has the focus (``focused``: the
+    window a person works in) or never gets a focus event (the worst such machine), from its
+    first script on."""
     found = _browser_or_reason()
     if isinstance(found, str):
         if os.environ.get("CI"):
@@ -52,7 +63,6 @@ def start_chromium(arguments: tuple[str, ...], what: str) -> Any:
     binary, driver_path = found
     os.environ.setdefault("SE_OFFLINE", "true")   # Selenium Manager: never download anything
     from selenium import webdriver
-    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
@@ -61,10 +71,10 @@ def start_chromium(arguments: tuple[str, ...], what: str) -> Any:
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    try:
+    if focused:
         driver.execute_cdp_cmd("Emulation.setFocusEmulationEnabled", {"enabled": True})
-    except WebDriverException as error:   # an experimental DevTools command: say so, go on without
-        print(f"browser: focus emulation unavailable ({str(error).strip().splitlines()[0]})")
+    else:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": NO_FOCUS_EVENTS})
     return driver
 
 

@@ -11,7 +11,8 @@ an ordinary figure's size, the evidence of an unanswered item; and, while anothe
 holds the run, the one-line refusal without a traceback.
 
 The page is driven through JupyterLab's own commands by tests/labdriver.py, each notebook named
-by its widget's id, every wait bounded and explaining itself when it gives up.
+by its widget's id, every wait bounded and explaining itself when it gives up; it never gets a
+focus event (as headless chromium leaves it on some machines), so the test runs the same on all.
 
 Skipped, saying why, only where no browser can be had; under CI (``CI`` set) a missing
 browser is a failure instead."""
@@ -48,7 +49,8 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 @pytest.fixture
 def chromium(tmp_path: Path) -> Iterator[Any]:
     user_data = f"--user-data-dir={tempfile.mkdtemp(prefix='chromium-', dir=tmp_path)}"
-    driver = start_chromium((*CHROMIUM_FLAGS, user_data), "JupyterLab browser test")
+    # No focus event ever, on every machine: the driver must not depend on one (tests/labdriver.py).
+    driver = start_chromium((*CHROMIUM_FLAGS, user_data), "JupyterLab browser test", focused=False)
     try:
         yield driver
     finally:
