@@ -184,3 +184,17 @@ def test_a_stream_that_says_nothing_is_asked_once_more_without_streaming(server:
     server.queue(Text("streamed: nothing of it is sent"), Text(ANSWER))
     result = outcome(endpoint("openai", server, stream=True), ChatRequest("q", 64, 0.1))
     assert result.completion.text == ANSWER and not result.completion.streamed
+
+
+def test_an_offline_baseline_uses_no_tokens(tmp_path) -> None:
+    """The offline baselines make no model call: no usage, estimated or otherwise."""
+    import json
+    import evalnb
+    from tests.conftest import offline_params
+    run = evalnb.open_run(offline_params(tmp_path))
+    for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
+        stage(run)
+    run.close()
+    for stage in ("generate", "judge"):
+        lines = (run.dir / f"{stage}.jsonl").read_text().splitlines()
+        assert all(json.loads(line).get("usage") is None for line in lines)
