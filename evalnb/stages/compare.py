@@ -25,6 +25,7 @@ from evalnb.core.errors import ConfigError, FingerprintMismatch
 from evalnb.core.fingerprint import short_json
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.tables import readable
+from evalnb.stages import joint as joint_stats
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -68,6 +69,9 @@ class Comparison:
     top: int = 10                   # how many largest disagreements / most-missed items to list
     tables: dict[str, Any] = field(default_factory=dict)
     suite: dict[str, Any] | None = None   # a suite's leaderboard: its name, provisional, missing contestants
+    alpha: float = 0.05             # the level of the pairwise verdicts (after Holm)
+    power: float = 0.8              # the power of the minimum detectable differences
+    _joint: joint_stats.Joint | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -99,7 +103,7 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
 
 def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
                  n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
-                 suite: Mapping[str, Any] | None = None) -> Comparison:
+                 suite: Mapping[str, Any] | None = None, alpha: float = 0.05, power: float = 0.8) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
@@ -129,7 +133,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     if suite:   # shown in the notebook, above the leaderboard
         print(suite_banner(suite))
     return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
-                      suite=dict(suite) if suite else None)
+                      suite=dict(suite) if suite else None, alpha=alpha, power=power)
 
 
 def suite_banner(suite: Mapping[str, Any]) -> str:
@@ -169,6 +173,14 @@ def headline_metrics(cmp: Comparison) -> list[Metric]:
     return [m for m in cmp.benchmark.metrics() if m.headline]
 
 
+def joint(cmp: Comparison) -> joint_stats.Joint:
+    """The headline metrics of every run on one cluster bootstrap (pairs and ranks), made once."""
+    if cmp._joint is None:
+        cmp._joint = joint_stats.joint_bootstrap(cmp.benchmark, [(r.label, r.results(cmp.benchmark)) for r in cmp.runs],
+                                                 headline_metrics(cmp), n_boot=cmp.n_boot, seed=cmp.seed)
+    return cmp._joint
+
+
 def leaderboard(cmp: Comparison) -> pd.DataFrame:
     """Models sorted by the first headline metric, every declared metric with its seeded
     percentile bootstrap interval (the same procedure and metrics as each run's own report)."""
@@ -182,6 +194,11 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
                 row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high}
         rows.append(row)
     first = headline_metrics(cmp)[0].name
+    if any(m.name == first for m in joint(cmp).metrics):   # how sure the order is (evalnb.core.ranks)
+        ranks = joint_stats.ranks(joint(cmp), first)
+        for row in rows:
+            rank = ranks[row["model"]]
+            row |= {"rank": rank.rank, "rank_interval": rank.interval_text, "p_first": rank.p_first}
     table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
     cmp.tables["leaderboard"] = table
     return readable(table)
