@@ -45,9 +45,17 @@ def aligned(results: ItemResults, ids: Sequence[str]) -> np.ndarray:
     return out
 
 
-def joint_bootstrap(bench: type, runs: Sequence[tuple[str, ItemResults]], metrics: Sequence[Metric], *,
-                    n_boot: int = stats.N_BOOT, seed: int = 0) -> Joint:
-    """Every run's ``metrics`` (those with a ratio form) on one seeded cluster bootstrap."""
+@dataclass
+class Forms:
+    """Every run's mean metrics as ratio forms over the first run's items, and their design."""
+
+    ids: list[str]
+    design: clustered.Design
+    forms: dict[tuple[str, str], clustered.RatioForm]   # (label, metric) ->
+    metrics: list[Metric]                                # those every run has a form for
+
+
+def forms_of(runs: Sequence[tuple[str, ItemResults]], metrics: Sequence[Metric]) -> Forms:
     first = runs[0][1]
     ids = list(first.ids)
     strata = [first.strata.get(i, "") for i in ids]
@@ -61,9 +69,18 @@ def joint_bootstrap(bench: type, runs: Sequence[tuple[str, ItemResults]], metric
                 form = clustered.form_of(metric.fn, matrix, groups) if ids else None
                 if form is not None:
                     forms[(label, metric.name)] = form
-        draws = clustered.bootstrap_draws(forms, design, n_boot=n_boot, seed=seed)
     kept = [m for m in metrics if all((label, m.name) in forms for label, _ in runs)]
-    return Joint([label for label, _ in runs], kept, design, cluster_noun(bench), forms, draws, n_boot, seed)
+    return Forms(ids, design, forms, kept)
+
+
+def joint_bootstrap(bench: type, runs: Sequence[tuple[str, ItemResults]], metrics: Sequence[Metric], *,
+                    n_boot: int = stats.N_BOOT, seed: int = 0) -> Joint:
+    """Every run's ``metrics`` (those with a ratio form) on one seeded cluster bootstrap."""
+    found = forms_of(runs, metrics)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = clustered.bootstrap_draws(found.forms, found.design, n_boot=n_boot, seed=seed)
+    return Joint([label for label, _ in runs], found.metrics, found.design, cluster_noun(bench), found.forms, draws,
+                 n_boot, seed)
 
 
 def ranks(joint: Joint, metric: str) -> dict[str, RankSummary]:
