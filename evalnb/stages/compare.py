@@ -257,10 +257,13 @@ def leaderboard_figure(cmp: Comparison) -> ReportFigure:
     metrics = headline_metrics(cmp)
     fig = new_figure((4.5 * len(metrics), 0.6 * len(table) + 1.6))
     axes = fig.subplots(1, len(metrics), squeeze=False)
+    names = list(table.index)
+    if "rank_interval" in table:   # how sure each place is (rank interval, P(first): the joint cluster bootstrap)
+        names = [f"{m}\nrank {r}, P(first) {p:.2f}" for m, r, p in zip(names, table["rank_interval"], table["p_first"])]
     for ax, metric in zip(axes[0], metrics):
         values = table[metric.name]
         errors = [values - table[f"{metric.name}_ci_low"], table[f"{metric.name}_ci_high"] - values]
-        ax.barh(list(table.index)[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
+        ax.barh(names[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
                 color=["#bbbbbb" if off else "#4c72b0" for off in list(table["offline"])[::-1]])
         ax.set_xlim(0, 1)
         ax.set_xlabel(metric.label.split(":")[0])
