@@ -139,7 +139,7 @@ def cluster_labels(results: ItemResults) -> list[str] | None:
 
 def cluster_noun(bench: Any) -> str:
     """What one cluster is: the benchmark's ``CLUSTER_NOUN``, else its item noun."""
-    return getattr(bench, "CLUSTER_NOUN", None) or getattr(bench, "ITEM_NOUN", "item")
+    return str(getattr(bench, "CLUSTER_NOUN", None) or getattr(bench, "ITEM_NOUN", "item"))
 
 
 def judge_table(results: ItemResults) -> pd.DataFrame:

@@ -268,6 +268,8 @@ def leaderboard_figure(cmp: Comparison) -> ReportFigure:
         ax.set_xlim(0, 1)
         ax.set_xlabel(metric.label.split(":")[0])
     fig.suptitle(f"{cmp.name} leaderboard, 95% bootstrap CI (n_boot={cmp.n_boot}, seed={cmp.seed})"
+                 + (f"\nranks on {metrics[0].name}, 95% rank interval from one joint cluster bootstrap"
+                    if "rank_interval" in table else "")
                  + ("\ngrey: offline approximations, not comparable with the paper" if table["offline"].any() else ""))
     fig.tight_layout()
     return save_figure(fig, cmp.out / "figures", "leaderboard")
