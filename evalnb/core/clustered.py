@@ -1,8 +1,8 @@
 """Standard errors that know clusters, and the cluster bootstrap (issue 28, reading 31).
 
 Added beside the protocols' own numbers, never replacing them. Items that share a unit of
-randomisation (WildTrace tasks about one corpus document) are one cluster; clusters lie within
-the benchmark's strata (GeoKTools' K), as its bootstrap keeps items within them.
+randomisation (tasks that ask about one corpus document) are one cluster; clusters lie within
+the benchmark's strata, as its bootstrap keeps items within them.
 
 **Which metrics.** A metric built by :mod:`evalnb.core.metrics` (``mean``, ``stratum_mean``,
 ``macro_mean``, ``share_scored``) carries its :class:`RatioForm`: per item a numerator ``y_i``

@@ -176,8 +176,8 @@ class ItemResults:
     mean over repeats; None while unscored); ``attempted`` says whether the contestant had a
     chance at it (a file-fed answer existed, the document fitted); ``judges`` holds each
     item's per-judge (or per-rater-run) scores, for agreement. ``clusters`` names each item's
-    cluster, the unit of randomisation it shares with others (reading 31: a WildTrace task's
-    corpus document); an item it does not name is its own cluster, the default.
+    cluster, the unit of randomisation it shares with others (reading 31: the corpus document
+    a task asks about); an item it does not name is its own cluster, the default.
     """
 
     ids: tuple[str, ...]

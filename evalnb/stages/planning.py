@@ -12,7 +12,7 @@ their numbers:
 - ``design_effect``: (clustered SE_Δ / SE_Δ)², so that ``items_needed`` counts items in
   clusters of the pilot's size; ``clusters_needed`` = items_needed / items per cluster;
 - ``mde_now``: what the pilot itself could detect;
-- with repeats in the pilot (GeoKTools' agent runs, GeoExpertQueries' autorater runs), the
+- with repeats in the pilot (a contestant's repeated runs, an autorater's runs), the
   within-item variance σ² of each model (the mean over items of the variance across repeats),
   ω² = Var(d of item means) − (σ_A² + σ_B²)/K₀ (floored at 0), and the items needed with
   K = 1, 2, 4, 8 repeats per item: what repeats would buy.

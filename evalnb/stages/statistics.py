@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from evalnb.core.estimates import estimate_text
-from evalnb.core.pairwise import P_METHOD
+from evalnb.core.pairwise import P_METHOD, PairedDifference
 from evalnb.core.tables import readable
 from evalnb.stages import compare, joint as joint_stats
 from evalnb.stages.pipeline import Run
@@ -55,7 +55,7 @@ def pairwise_table(cmp: compare.Comparison) -> pd.DataFrame:
         order = list(compare.ranked(cmp).index)
         joint = compare.joint(cmp)
         pairs = joint_stats.pairs(joint, order, alpha=cmp.alpha, power_=cmp.power)
-        built = pd.DataFrame([p.as_dict() for p in pairs])
+        built = pd.DataFrame([p.as_dict() for p in pairs], columns=list(PairedDifference.__dataclass_fields__))
         built["alpha"], built["power"], built["cluster"] = cmp.alpha, cmp.power, joint.cluster_noun
         built["p_method"] = P_METHOD
         cmp.tables["pairwise"] = built
@@ -66,10 +66,13 @@ def pairwise_table(cmp: compare.Comparison) -> pd.DataFrame:
 def pairwise(cmp: compare.Comparison) -> pd.DataFrame | None:
     """Per pair and headline metric: Δ (A − B) with its paired cluster-bootstrap interval, SE_Δ,
     ρ, p, Holm-adjusted p, the verdict at α, and the minimum detectable difference at the chosen
-    power. None with fewer than two runs."""
+    power. None with fewer than two runs, or when no headline metric is a mean with a ratio form
+    (a metric function of a benchmark's own: :mod:`evalnb.core.clustered`)."""
     if len(cmp.runs) < 2:
         return None
     table = pairwise_table(cmp)
+    if not len(table):
+        return None
     shown = pd.DataFrame({
         "metric": table["metric"], "A": table["model_a"], "B": table["model_b"],
         "Δ (A − B)": [estimate_text(d, lo, hi) for d, lo, hi in zip(table["delta"], table["ci_low"], table["ci_high"])],
