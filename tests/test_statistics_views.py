@@ -112,3 +112,47 @@ def test_plan_against_the_closed_form(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["plan", str(tmp_path), "--delta", "0.03"]) == 1
     assert "not a pilot" in capsys.readouterr().err
     assert main(["plan", str(runs[0]), "--delta", "-1"]) == 1
+
+
+def repeated_runs(root: Path, k0: int = 3, n: int = 40) -> list[Path]:
+    """Two hand-made GeoKTools runs with ``k0`` agent runs per case (repeats within the case)."""
+    rng = np.random.default_rng(12)
+    truth = rng.random(n)
+    runs = []
+    for name, shift in {"a": 0.05, "b": 0.0}.items():
+        rows = [{"case_id": f"c{i}", "repeat": r + 1, "K": 1 + i % 4, "status": "ok",
+                 "score": float(np.clip(truth[i] + shift + rng.normal(0, 0.15), 0, 1))}
+                for i in range(n) for r in range(k0)]
+        run = root / name
+        run.mkdir()
+        (run / "scores.json").write_text(json.dumps({
+            "benchmark": "geoktools", "run_name": name, "offline": False, "complete": True, "tasks": rows,
+            "config": {"model": {"provider": "openai", "name": name}}}))
+        (run / "fingerprint.json").write_text(json.dumps({"sha256": name, "parts": {}}))
+        runs.append(run)
+    return runs
+
+
+def test_plan_with_repeats_decomposes_the_variance(tmp_path: Path) -> None:
+    runs = repeated_runs(tmp_path)
+    evalnb.save_compare(evalnb.open_compare(runs, tmp_path / "cmp", n_boot=200))
+    matrices = []
+    for run in runs:
+        rows = json.loads((run / "scores.json").read_text())["tasks"]
+        matrices.append(np.array([[r["score"] for r in rows if r["repeat"] == k] for k in (1, 2, 3)]))
+    a, b = matrices
+    sigma_a, sigma_b = np.var(a, axis=0, ddof=1).mean(), np.var(b, axis=0, ddof=1).mean()
+    d = a.mean(axis=0) - b.mean(axis=0)
+    # GeoKTools' strata: K; the planner's Var(d) is the stratified one, n · SE²
+    k_of = np.array([1 + i % 4 for i in range(40)])
+    var_d = 40 * sum((np.sum(k_of == k) / 40) ** 2 * np.var(d[k_of == k], ddof=1) / np.sum(k_of == k)
+                     for k in range(1, 5))
+    row = evalnb.plan(tmp_path / "cmp", delta=0.03).loc[("overall", "a", "b")]
+    assert row["var_d"] == pytest.approx(var_d)
+    assert (row["repeats_now"], row["sigma2_a"], row["sigma2_b"]) == (3, pytest.approx(sigma_a), pytest.approx(sigma_b))
+    omega2 = max(0.0, var_d - (sigma_a + sigma_b) / 3)
+    assert row["omega2"] == pytest.approx(omega2)
+    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
+    for k in (1, 2, 4, 8):
+        assert row[f"items_needed_K={k}"] == int(np.ceil(z ** 2 * (omega2 + (sigma_a + sigma_b) / k) / 0.03 ** 2))
+    assert row["items_needed_K=8"] <= row["items_needed_K=1"]
