@@ -242,14 +242,6 @@ def percentile_interval(replicates: np.ndarray, confidence: float = stats.CONFID
     return float(low), float(high)
 
 
-def cluster_interval(form: RatioForm, design: Design, *, n_boot: int = stats.N_BOOT, seed: int = 0,
-                     confidence: float = stats.CONFIDENCE) -> dict[str, Any]:
-    """The form's percentile cluster-bootstrap interval, as a scores.json entry."""
-    low, high = percentile_interval(bootstrap_draws({"m": form}, design, n_boot=n_boot, seed=seed)["m"], confidence)
-    return {"low": low, "high": high, "mean": form.value(), "n_clusters": design.n_clusters, "n_boot": n_boot,
-            "seed": seed, "confidence": confidence, "method": BOOTSTRAP_METHOD}
-
-
 def has_clusters(design: Design) -> bool:
     """Whether some cluster holds more than one item (else the cluster bootstrap is the item one)."""
     return design.n_clusters < len(design.item_cluster)
@@ -267,12 +259,16 @@ def metric_uncertainty(values: Any, metrics: Sequence[Any], *, strata: Sequence[
     groups = stats.strata_columns(strata, n)
     out: dict[str, Any] = {"cluster": cluster_noun, "n_clusters": design.n_clusters, "n_items": n, "metrics": {}}
     with np.errstate(invalid="ignore", divide="ignore"):
-        for metric in metrics:
-            form = form_of(metric.fn, matrix, groups) if n else None
-            if form is None:
-                continue
-            entry = uncertainty(form, design).as_dict()
-            if has_clusters(design) and metric.interval:
-                entry["cluster_ci"] = cluster_interval(form, design, n_boot=n_boot, seed=seed)
-            out["metrics"][metric.name] = entry
+        forms = {m.name: f for m in metrics if n and (f := form_of(m.fn, matrix, groups)) is not None}
+        resampled = [m.name for m in metrics if m.name in forms and m.interval] if has_clusters(design) else []
+        # every metric from the same replicates, as the protocol's own bootstrap does
+        draws = bootstrap_draws({name: forms[name] for name in resampled}, design, n_boot=n_boot, seed=seed)
+    for name, form in forms.items():
+        entry = uncertainty(form, design).as_dict()
+        if name in draws:
+            low, high = percentile_interval(draws[name])
+            entry["cluster_ci"] = {"low": low, "high": high, "mean": form.value(), "n_clusters": design.n_clusters,
+                                   "n_boot": n_boot, "seed": seed, "confidence": stats.CONFIDENCE,
+                                   "method": BOOTSTRAP_METHOD}
+        out["metrics"][name] = entry
     return out
