@@ -95,6 +95,15 @@ def test_compare_pairs_ranks_and_compare_json(tmp_path: Path) -> None:
     assert holm[0] >= min(p["p"] for k, p in pairs.items() if k[0] == "all_tasks")
 
 
+def test_compare_refuses_a_level_or_power_outside_0_1(tmp_path: Path) -> None:
+    runs = documented_runs(tmp_path, {"a": 0.0, "b": 0.0})
+    from evalnb.core.errors import ConfigError
+    with pytest.raises(ConfigError, match=r"compare: alpha: expected a number strictly between 0 and 1, got 5"):
+        evalnb.open_compare(runs, alpha=5)
+    with pytest.raises(ConfigError, match=r"compare: power: .* got '0.8'"):
+        evalnb.open_compare(runs, power="0.8")
+
+
 def test_plan_against_the_closed_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = documented_runs(tmp_path, {"a": 0.05, "b": 0.0}, per_document=1)   # every task its own document
     a, b = (np.array([t["score"] for t in json.loads((r / "scores.json").read_text())["tasks"]]) for r in runs)

@@ -114,6 +114,9 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
         return open_compare(compare_params(Path(runs)))
     if isinstance(runs, Mapping):
         return open_compare(**runs)
+    for key, value in (("alpha", alpha), ("power", power)):   # the pairwise verdicts' level and the MDE's power
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise ConfigError(f"compare: {key}: expected a number strictly between 0 and 1, got {value!r}")
     if len(runs) < (1 if suite else 2):   # a suite's provisional leaderboard may hold one run
         raise ConfigError("compare: give at least two run directories")
     records = [load_run(Path(r).resolve()) for r in runs]
