@@ -10,7 +10,7 @@ from typing import Any
 
 from evalnb.app import EXIT_ERROR, EXIT_OK, output
 from evalnb.app.results import compare_results, compare_text
-from evalnb.app.notebooks import COMPARE_NOTEBOOK, execute_alone
+from evalnb.app.notebooks import COMPARE_NOTEBOOK, execute_alone, failure_cause
 from evalnb.config import read_params_file
 from evalnb.core.errors import ConfigError
 from evalnb.core.records import read_json_if_exists
@@ -38,7 +38,7 @@ def compare_command(runs: Sequence[Path], out: Path | None, params: Path | None,
     try:
         execute_alone(COMPARE_NOTEBOOK, record, {"config": config}, cmp.out)
     except PapermillExecutionError as e:
-        print(f"evalnb: compare failed: {e.ename}: {e.evalue.strip()} (record: {record})", file=sys.stderr)
+        print(f"evalnb: compare failed: {failure_cause(record, e)} (record: {record})", file=sys.stderr)
         return EXIT_ERROR
     print(f"evalnb: compare written to {cmp.out}", file=sys.stderr)
     if show_results:

@@ -91,7 +91,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "run":
             from evalnb.app.run import execute_stages
             stages = [s for s in STAGES if s in (args.stage or STAGES)]
-            return execute_stages(args.params, args.sets, stages, wait=args.poll_interval if args.wait else None)
+            return execute_stages(args.params, args.sets, stages,
+                                  wait=args.poll_interval if args.wait else None, forced=bool(args.stage))
         if args.command == "prompt":
             from evalnb.app.prompt import prompt_command
             return prompt_command(args.params, args.sets, args.item_id, args.role)
@@ -100,7 +101,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             if args.command == "estimate":
                 return inspection.estimate_command(args.params, args.sets, args.wide)
             if args.command == "probe-window":
-                return inspection.probe_command(args.params, args.sets, args.max_calls)
+                return inspection.probe_command(args.params, args.sets, args.max_calls, args.max_tokens)
             return inspection.show_command(args.run_dir, args.item_id)
         if args.command in ("compare", "render"):
             from evalnb.app import compare
@@ -118,6 +119,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "verify":
             from evalnb.app.verify import verify_command
             return verify_command(args.target, args.sets)
+        if args.command == "plan":
+            from evalnb.app import plan
+            return plan.plan_command(args)
         if args.command == "pack":
             from evalnb.app.pack import pack_command
             return pack_command(args.run_dir, args.output)

@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
              "recorded is never redone.", "evalnb run params/demo_wildtrace.yaml --limit 5")
     _params(p)
     p.add_argument("--stage", choices=STAGES, action="append",
-                   help="run only this stage (repeatable); default: all four in order")
+                   help="run only this stage (repeatable), even when it has nothing to do; default: all four "
+                        "in order, each skipped when its record stands and it has nothing to do")
     _subset(p)
     p.add_argument("--wait", action="store_true",
                    help="batch mode: poll batches in flight until they finish (default: poll once, exit 2 "
@@ -141,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     _params(p)
     p.add_argument("--max-calls", type=int, default=40, metavar="N",
                    help="calls per text kind, English and CJK (default 40)")
+    p.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                   help="the probes' output budget (default 16: an accepted probe costs a word)")
 
     p = _sub(sub, "prompt", "print the exact request an item's calls would send (no call)",
              "The request an item's contestant call would send (endpoint, route, settings, prompt), and\n"
@@ -200,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite files that differ")
 
     p = _sub(sub, "verify", "recompute a run (or compare, or pack archive) from its stores and inputs and "
-                            "check every number it reports; exit 1 on any discrepancy",
+                            "check every number it reports; exit 1 on any discrepancy, 2 when nothing differs "
+                            "but something could not be checked",
              "Recompute every number a record reports from its stores and inputs.",
              "evalnb verify outputs/demo-wildtrace")
     p.add_argument("target", type=Path, metavar="TARGET",
@@ -222,4 +226,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a shared parameter of the suite (dotted keys, YAML values); repeatable")
     _json(p, "every contestant's results")
+
+    from evalnb.app import plan   # its arguments are its own; the description and example are added here
+    plan.add_parser(sub)
+    p = sub.choices["plan"]
+    p.description = ("From a pilot run or a compare folder, the items (documents, repeats) a run needs to detect\n"
+                     "a difference of DELTA with the power asked for.\n\nexample:\n"
+                     "  evalnb plan outputs/demo-compare-wildtrace --delta 0.05")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    _loudness(p, argparse.SUPPRESS)
     return parser

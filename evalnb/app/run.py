@@ -22,8 +22,9 @@ from evalnb.app.status import interrupted_text, resumable_text, stage_end_lines
 from evalnb.app.kernels import also_import, execute_stage, start_run_kernel, stop_kernel
 from evalnb.app.notebooks import _yield_cpu, failure_cause, notebook_for, redact_notebook, render_html
 from evalnb.core.lock import TOKEN_ENV
-from evalnb.core.manifest import update_manifest
-from evalnb.core.records import read_json_if_exists
+from evalnb.core.jsondiff import short
+from evalnb.core.manifest import add_rerun, update_manifest
+from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.redaction import redact
 from evalnb.execution.batch import WAIT_ENV
 from evalnb.execution.batch.journal import JOURNAL_NAME
@@ -33,11 +34,13 @@ from evalnb.providers import modules_for
 
 
 def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str],
-                   wait: float | None = None, results: bool = True) -> int:
+                   wait: float | None = None, forced: bool = False, results: bool = True) -> int:
     """``wait``: poll batches in flight until they finish, this many seconds apart (batch mode).
-    ``results``: end with the results table (``evalnb demo`` prints its own, once)."""
+    A stage with nothing to do is not executed (evalnb.stages.rerun), unless ``forced`` (the
+    stages were named with ``--stage``). ``results``: end with the results table (``evalnb
+    demo`` prints its own, once)."""
     with live_progress() as view:
-        code = _execute_stages(params, sets, stages, wait, view)
+        code = _execute_stages(params, sets, stages, wait, forced, view)
     # Only after its aggregate or report stage ran (else scores.json may be stale), and not after
     # an error, whose one line says what happened.
     if results and _LAST_RUN and {"aggregate", "report"} & set(stages) and code != EXIT_ERROR:
@@ -52,7 +55,7 @@ _LAST_RUN: list[Path] = []   # the run directory this command opened (its result
 
 
 def _execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], wait: float | None,
-                    view: LiveView | None) -> int:
+                    forced: bool, view: LiveView | None) -> int:
     # The run's one kernel boots while the parameters are checked (evalnb.app.kernels), so what it
     # reads from its environment is set first: the token that lets it in under this command's
     # lock (evalnb.core.lock), and how long its batch engine waits.
@@ -61,7 +64,7 @@ def _execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[st
     kernel = None
     try:
         kernel = start_run_kernel(Path.cwd()) if stages else None
-        return _run_stages(params, sets, stages, kernel, view)
+        return _run_stages(params, sets, stages, kernel, forced, view)
     finally:
         stop_kernel(kernel)
         for name in settings:
@@ -69,20 +72,32 @@ def _execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[st
 
 
 def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], kernel: Any,
-                view: LiveView | None) -> int:
+                forced: bool = False, view: LiveView | None = None) -> int:
     from evalnb.stages.pipeline import open_run   # imported while the kernel boots (see execute_stages)
+    from evalnb.stages.rerun import plan
 
     # Validates everything before a notebook starts, then holds the run directory: a second
     # process is refused, and only this command's own kernel is let in (evalnb.core.lock).
-    run = open_run(params, sets, require_keys=True, prefetch_sdks=False, hold_lock=True)
+    run = open_run(params, sets, require_keys=True, prefetch_sdks=False, hold_lock=True, keep_config=True)
     assert run.lock is not None
     _LAST_RUN.append(run.dir)
     output.SETTINGS.on_interrupt.append(lambda: interrupted_text(run.dir))
-    if kernel is not None:   # every endpoint's SDK, before the first stage
-        also_import(kernel, modules_for([run.config.model, *run.config.judges]))
-    update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
     try:
-        failed = _execute(run, stages, kernel, view)
+        todo = plan(run, {stage: run.path(notebook_for(stage).name) for stage in stages}, forced=forced)
+        _skip(run, todo.skip)
+        if todo.changed:   # this invocation's own settings, beside the record's (never over it)
+            add_rerun(run.path("manifest.json"), todo.rerun_entry())
+            if todo.execute:
+                write_json(run.path("config.json"), run.config.to_dict())   # the settings the stages now run under
+            else:
+                print(f"evalnb: nothing to do, so no call was made under the changed settings "
+                      f"({setting_changes(todo.changed)}); config.json and the records keep the settings they "
+                      "were made under, and manifest.json's reruns records this invocation's", file=sys.stderr)
+        if kernel is not None and todo.execute:   # every endpoint's SDK, before the first stage
+            also_import(kernel, modules_for([run.config.model, *run.config.judges]))
+        if todo.execute:
+            update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
+        failed = _execute(run, todo.execute, kernel, view)
     finally:
         run.close()
     waiting = _batches_waiting(run.dir)
@@ -108,6 +123,23 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
     return EXIT_ERROR
 
 
+def _skip(run: Any, stages: Sequence[str]) -> None:
+    """Stages with nothing to do: their records stand (an HTML page missing is written, from
+    the record as it is)."""
+    if stages:
+        print(f"evalnb: nothing to do in {', '.join(stages)}: {'its record stands' if len(stages) == 1 else 'their records stand'} "
+              f"in {run.dir}", file=sys.stderr)
+    for stage in stages:
+        if not (html := run.path(notebook_for(stage).name).with_suffix(".html")).exists():
+            render_html(html.with_suffix(".ipynb"))
+
+
+def setting_changes(changed: Sequence[tuple[str, Any, Any]], limit: int = 3) -> str:
+    """``concurrency: 16 -> 8, model.concurrency: 16 -> 8``, at most ``limit``, then how many more."""
+    text = ", ".join(f"{path}: {short(old, 40)} -> {short(new, 40)}" for path, old, new in changed[:limit])
+    return text + (f" and {len(changed) - limit} more" if len(changed) > limit else "")
+
+
 def _batches_waiting(run_dir: Path) -> str | None:
     """The one line for batches still in flight (batch mode), or None."""
     if not (run_dir / JOURNAL_NAME).exists():
@@ -115,7 +147,7 @@ def _batches_waiting(run_dir: Path) -> str | None:
     return waiting_line(run_dir)
 
 
-def _execute(run: Any, stages: Sequence[str], kernel: Any, view: LiveView | None) -> bool:
+def _execute(run: Any, stages: Sequence[str], kernel: Any, view: LiveView | None = None) -> bool:
     """Each stage's notebook in turn, in the run's kernel reset to a new one's state; HTML
     written beside each record in the background. True as soon as one stage fails (its real
     cause printed)."""

@@ -38,11 +38,15 @@ class ChatRequest:
 @dataclass(frozen=True)
 class Usage:
     """Reported tokens. ``output_tokens`` includes reasoning tokens wherever they are billed as
-    output (reading 20); ``reasoning_tokens`` is their share where the provider reports it."""
+    output (reading 20); ``reasoning_tokens`` is their share where the provider reports it.
+    ``estimated``: the reply reported no usage (a stream from a server that ignores
+    ``include_usage``), so the counts are the characters-per-token estimate of the prompt and
+    the returned text, never a silent zero."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int | None = None
+    estimated: bool = False   # the reply reported none: counted from the texts (providers.retry.usage_or_estimate)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class Latency:
     total_s: float
     first_token_s: float | None = None
     output_tokens_per_s: float | None = None
+    server_s: float | None = None   # the server's own time where it reports it (llama.cpp's timings):
+                                    # total_s also holds the queue in front of a busy server
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,9 @@ class ItemResults:
     its own), the matrix the declared metrics read. ``scores`` is each item's own score (the
     mean over repeats; None while unscored); ``attempted`` says whether the contestant had a
     chance at it (a file-fed answer existed, the document fitted); ``judges`` holds each
-    item's per-judge (or per-rater-run) scores, for agreement.
+    item's per-judge (or per-rater-run) scores, for agreement. ``clusters`` names each item's
+    cluster, the unit of randomisation it shares with others (reading 31: the corpus document
+    a task asks about); an item it does not name is its own cluster, the default.
     """
 
     ids: tuple[str, ...]
@@ -185,6 +193,7 @@ class ItemResults:
     attempted: Mapping[str, bool]
     strata: Mapping[str, str] = field(default_factory=dict)      # item -> stratum label ("" none)
     judges: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    clusters: Mapping[str, str] = field(default_factory=dict)    # item -> cluster label (default: itself)
 
     @property
     def repeats(self) -> int:

@@ -14,7 +14,7 @@ from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage
                                    http_error, malformed_reply, rate_limit_headers, reply_shape,
                                    retry_after_seconds, shared_tls_context,
                                    status_of, unreadable_reply)
-from evalnb.providers.openai_stream import read_stream, reasoning_of
+from evalnb.providers.openai_stream import EMPTY_STREAM, read_stream, reasoning_of
 from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
 
@@ -43,6 +43,14 @@ def usage_of(usage: Any) -> Usage | None:
     return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, reasoning)
 
 
+def server_timings(response: Any) -> dict[str, Any]:
+    """llama.cpp's ``timings`` (milliseconds spent on the prompt and on generating), which its
+    server adds beside the usage; kept as ``server_timings``, read into the latency by
+    :meth:`StreamSettings.finish`."""
+    timings = (getattr(response, "model_extra", None) or {}).get("timings")
+    return {"server_timings": timings} if isinstance(timings, dict) else {}
+
+
 def completion_of(response: Any, *, request_id: str | None, headers: Mapping[str, str] | None = None,
                   body: Callable[[], str] | None = None) -> Completion:
     """A chat completion read as evalnb reads it, whether it came from a live call or from a
@@ -63,6 +71,7 @@ def completion_of(response: Any, *, request_id: str | None, headers: Mapping[str
         model_route=response.model,
         request_id=request_id,
         raw={"system_fingerprint": response.system_fingerprint,
+             **server_timings(response),
              **({"refusal": message.refusal} if message.refusal else {}),
              **({"rate_limit_headers": dict(headers)} if headers else {})},
         reasoning=reasoning_of(message),
@@ -97,10 +106,18 @@ class OpenAIProvider:
 
     async def complete(self, request: ChatRequest) -> Completion:
         if self.stream.streams(request):   # reading 25: the same body, streamed
-            reply = await read_stream(self._client, self.request_body(request), self.stream, sdk_error)
-            completion = completion_of(reply.response, request_id=reply.headers.get("x-request-id"),
-                                       headers=rate_limit_headers(reply.headers) if self.observe_quota else {})
-            return self.stream.finish(completion, reply.latency, streamed=True)
+            try:
+                reply = await read_stream(self._client, self.request_body(request), self.stream, sdk_error)
+            except ProviderError as failure:
+                # A stream that said nothing at all: the same request once without streaming, so
+                # the endpoint's own reply (an answer, or its error: llama.cpp's context overflow
+                # is a 400 then) is this attempt's outcome, not "stream ended" retried for ever.
+                if failure.code != EMPTY_STREAM:
+                    raise
+            else:
+                completion = completion_of(reply.response, request_id=reply.headers.get("x-request-id"),
+                                           headers=rate_limit_headers(reply.headers) if self.observe_quota else {})
+                return self.stream.finish(completion, reply.latency, streamed=True)
         started = time.monotonic()
         try:
             # The raw response (no extra cost: the SDK builds it either way) keeps the body, for
