@@ -89,8 +89,10 @@ def compare_results(out: Path) -> dict[str, Any]:
         if first else []
     rows = []
     for place, row in enumerate(board, start=1):
-        rows.append({"rank": row.get("rank", place), "model": row.get("model"), "run": row.get("run"),
-                     "n": row.get("n"),
+        # The leaderboard's own rank (ties averaged) and how sure it is, when compare computed them.
+        rows.append({"rank": row.get("rank") if row.get("rank") is not None else place,
+                     "rank_interval": row.get("rank_interval"), "p_first": row.get("p_first"),
+                     "model": row.get("model"), "run": row.get("run"), "n": row.get("n"),
                      "metrics": {m: {"value": row.get(m), "ci_low": row.get(f"{m}_ci_low"),
                                      "ci_high": row.get(f"{m}_ci_high")} for m in headline}})
     return {"compare_dir": str(out), "benchmark": data.get("benchmark"), "headline": headline, "ranking": rows,
@@ -99,10 +101,14 @@ def compare_results(out: Path) -> dict[str, Any]:
 
 def compare_text(doc: Mapping[str, Any]) -> str:
     lines = [f"comparison of {len(doc['ranking'])} runs ({doc['benchmark']}), ranked as the leaderboard ranks them"]
-    rows = [[str(r["rank"]), str(r["model"]), *(estimate_text(r["metrics"][m]["value"], r["metrics"][m]["ci_low"],
-                                                               r["metrics"][m]["ci_high"]) for m in doc["headline"]),
-             "-" if r["n"] is None else str(r["n"])] for r in doc["ranking"]]
-    lines.append(table_text(["rank", "model", *doc["headline"], "n"], rows))
+    sure = any(r.get("rank_interval") for r in doc["ranking"])   # rank intervals, P(first)
+    rows = [[f"{r['rank']:g}", str(r["model"]), *(estimate_text(r["metrics"][m]["value"], r["metrics"][m]["ci_low"],
+                                                                 r["metrics"][m]["ci_high"]) for m in doc["headline"]),
+             "-" if r["n"] is None else str(r["n"]),
+             *([r.get("rank_interval") or "-", "-" if r.get("p_first") is None else f"{r['p_first']:.2f}"] if sure else [])]
+            for r in doc["ranking"]]
+    lines.append(table_text(["rank", "model", *doc["headline"], "n", *(["rank interval", "P(first)"] if sure else [])],
+                            rows))
     lines.append(f"record: {doc['compare_dir']}" + (f"  (report: {doc['report']})" if doc.get("report") else ""))
     return "\n".join(lines)
 
