@@ -20,6 +20,7 @@ from evalnb.core.records import JsonlStore
 from evalnb.core.types import Metric
 from evalnb.stages.accounting import estimate
 from evalnb.stages.evidence import show
+from evalnb.stages.statistics import uncertainty_rows
 from tests.conftest import deterministic_responder, offline_params, openai_params, sample_tasks
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Refusal, Text
 
@@ -133,6 +134,9 @@ def test_k3_numbers_against_numpy_from_the_records(repeated_run: Path) -> None:
     assert ci["low"] == pytest.approx(np.quantile(draws, 0.025), abs=0.03)
     assert ci["high"] == pytest.approx(np.quantile(draws, 0.975), abs=0.03)
 
+    shown = {row["metric"]: row for row in uncertainty_rows(scores)}   # the report's standard-errors table
+    assert shown["all_tasks"]["repeats"] == K
+    assert shown["all_tasks"]["within_item_variance"] == within["all_tasks"]["value"]
     for name in ("all_tasks", "scored"):
         assert "not the protocol's single-answer number" in scores["metrics"][name]["label"]
     assert scores["repeats"]["k"] == K
