@@ -196,7 +196,8 @@ def test_changing_k_is_refused_on_resume(tmp_path: Path) -> None:
     evalnb.open_run(params | {"repeats": 3})
     with pytest.raises(FingerprintMismatch, match=r"\(repeats: "):
         evalnb.open_run(params | {"repeats": 2})
-    assert evalnb.open_run(params | {"repeats": 3}).benchmark.repeats == 3
+    run = evalnb.open_run(params | {"repeats": 3})
+    assert run.benchmark.repeats == 3 and "not the protocol" in run.summary().loc["repeats"].iloc[0]
 
 
 def test_estimate_counts_k_times_the_calls(tmp_path: Path) -> None:

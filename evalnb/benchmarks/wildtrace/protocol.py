@@ -247,9 +247,10 @@ class WildTraceProtocol(BaseBenchmark):
         return self.imported is None
 
     def summary_rows(self) -> list[tuple[str, str]]:
+        rows = [("repeats", repeats.summary(self.repeats))] if self.repeats > 1 else []
         if self.imported is None:
-            return []
-        return [("responses", f"imported from {self.imported.path} (sha256 {self.imported.sha256}); "
+            return rows
+        return rows + [("responses", f"imported from {self.imported.path} (sha256 {self.imported.sha256}); "
                               "no model call")]
 
     def check_documents(self) -> None:

@@ -64,6 +64,11 @@ def check_repeats(config: RunConfig, has_imported: bool, task_ids: Sequence[str]
     return k
 
 
+def summary(k: int) -> str:
+    return (f"{k} answers per task, each judged by the full panel (not the protocol, which has one): "
+            "the headline numbers are means over tasks of each task's mean over its answers")
+
+
 def repeat_key(task_id: str, n: int) -> str:
     """The generate call's key of repeat ``n`` (1-based): repeat 1 keeps the task id."""
     return task_id if n == 1 else f"{task_id}#{n}"
