@@ -15,7 +15,7 @@ import pytest
 import evalnb
 from evalnb.app.main import main
 from evalnb.core import metrics, stats
-from evalnb.core.errors import ConfigError, FingerprintMismatch
+from evalnb.core.errors import ConfigError, DataError, FingerprintMismatch
 from evalnb.core.records import JsonlStore
 from evalnb.core.types import Metric
 from evalnb.stages.accounting import estimate
@@ -158,6 +158,39 @@ def test_k3_run_verifies_and_shows_every_answer(repeated_run: Path, capsys: pyte
     assert "repeat 2: judge1" in text
 
 
+def test_a_failed_judge_of_one_repeat_is_resumable_never_a_zero(server: FakeLLMServer, tmp_path: Path) -> None:
+    """One judge fails on one answer (repeat 2 of a task): that task, and the run, wait for it;
+    the rerun asks that judge that one question and nothing else."""
+    answers = varying_responder()
+    failing = sample_tasks()[1]["question_text"].split("\n", 1)[0]
+
+    def respond(request: RecordedRequest) -> Text | Refusal:
+        if request.prompt.startswith("STRICT grader.") and request.model == "judge-2" \
+                and f"RESPONSE:\nAnswer 2 to: {failing}" in request.prompt:
+            return Text("I will not give a number.")
+        return answers(request)
+    server.responder = respond
+    params = openai_params(tmp_path, server.url, repeats=K)
+    run = evalnb.open_run(params)
+    evalnb.generate(run)
+    evalnb.judge(run)
+    evalnb.aggregate(run)
+    scores = json.loads(run.path("scores.json").read_text())
+    row = next(r for r in scores["tasks"] if r["task_id"] == "wt-sample-02")
+    assert scores["complete"] is False and scores["all_tasks_overall"] is None
+    assert scores["resumable"] == {"generation": 0, "judge_calls": 1}
+    assert row["score"] is None and [a["score"] is None for a in row["repeats"]].count(True) == 1
+    run.close()
+    before = len(server.requests)
+    server.responder = deterministic_responder
+    again = evalnb.open_run(params)
+    evalnb.generate(again)
+    evalnb.judge(again)
+    evalnb.aggregate(again)
+    assert len(server.requests) - before == 1
+    assert json.loads(again.path("scores.json").read_text())["complete"] is True
+
+
 def test_k1_is_byte_identical_to_no_key(tmp_path: Path) -> None:
     files = ("scores.json", "evidence.json", "tasks.html", "config.json", "fingerprint.json")
     clock = ("started_at", "elapsed_s")   # when a call ran: the only fields two runs may differ in
@@ -224,7 +257,7 @@ def test_repeats_refused_with_imported_answers_and_on_a_clashing_task_id(tmp_pat
     tasks = sample_tasks()
     tasks[1]["task_id"] = f"{tasks[0]['task_id']}#2"
     (tmp_path / "d.json").write_text(json.dumps(tasks))
-    with pytest.raises(Exception, match=r"task_id.*repeat 2 of task 'wt-sample-01'"):
+    with pytest.raises(DataError, match=r"task_id.*repeat 2 of task 'wt-sample-01'"):
         evalnb.open_run(offline_params(tmp_path, data=str(tmp_path / "d.json"), repeats=2))
 
 
