@@ -1,0 +1,95 @@
+"""The judges' bias, as numbers: self-preference (a judge from a contestant's family) and
+length (does a judge reward long responses), each with a paired bootstrap interval.
+
+Both are written as weighted sums over items so that one replicate of
+:func:`evalnb.core.reliability.resample_weights` (whole clusters drawn with replacement, one
+resample shared by every model: "paired") is the statistic of the resampled data set, for all
+replicates at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from evalnb.core.reliability import interval, resample_weights, weighted_mean
+from evalnb.core.stats import Interval
+
+BLOCK_CELLS = 1_000_000   # replicate x item cells ranked at once
+
+
+def self_preference(family: Any, others: Any, *, n_boot: int, seed: int,
+                    clusters: Sequence[Any] | None = None, unit: str = "item") -> dict[str, Interval]:
+    """``family``: per item, (the judge's score - the other judges' mean) on the contestant of
+    the judge's family (NaN: not judged); ``others``: the same differences, contestants x items,
+    on the contestants of other families, items aligned. The self-preference is
+    mean(family) - mean(others pooled), every replicate resampling the items once for all."""
+    own = np.asarray(family, dtype=float)
+    rest = np.asarray(others, dtype=float).reshape(-1, len(own))
+    weights = resample_weights(len(own), n_boot, seed, clusters)
+
+    def parts(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        present = ~np.isnan(rest)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pooled = (w @ np.where(present, rest, 0.0).sum(axis=0)) / (w @ present.sum(axis=0).astype(float))
+        return weighted_mean(own, w), pooled
+
+    ones = np.ones((1, len(own)))
+    point_own, point_rest = parts(ones)
+    reps_own, reps_rest = parts(weights)
+    n = int((~np.isnan(own)).sum())
+    return {"self_preference": interval(point_own[0] - point_rest[0], reps_own - reps_rest, n, n_boot, seed, unit),
+            "own_family_gap": interval(point_own[0], reps_own, n, n_boot, seed, unit),
+            "other_contestants_gap": interval(point_rest[0], reps_rest, int((~np.isnan(rest)).sum()), n_boot,
+                                              seed, unit)}
+
+
+# --- length ------------------------------------------------------------------------------------------
+
+def weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per row of ``weights``, each value's average rank in the sample where value i appears
+    ``weights[r, i]`` times (what scipy's ``rankdata(method="average")`` gives on that sample)."""
+    unique, group = np.unique(values, return_inverse=True)
+    per_group = np.zeros((len(weights), len(unique)))
+    np.add.at(per_group.T, group, weights.T)
+    below = np.cumsum(per_group, axis=1) - per_group
+    return (below + (per_group + 1) / 2)[:, group]
+
+
+def weighted_pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Pearson's r per row, x and y given per row (or shared), each item counted its weight."""
+    total = weights.sum(axis=1, keepdims=True)
+    mx, my = (weights * x).sum(axis=1, keepdims=True) / total, (weights * y).sum(axis=1, keepdims=True) / total
+    dx, dy = x - mx, y - my
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights * dx * dy).sum(axis=1) / np.sqrt((weights * dx * dx).sum(axis=1) * (weights * dy * dy).sum(axis=1))
+
+
+def weighted_slope(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The least-squares slope of y on x per row of weights."""
+    total = weights.sum(axis=1, keepdims=True)
+    mx, my = (weights * x).sum(axis=1, keepdims=True) / total, (weights * y).sum(axis=1, keepdims=True) / total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights * (x - mx) * (y - my)).sum(axis=1) / (weights * (x - mx) ** 2).sum(axis=1)
+
+
+def length_bias(scores: Any, lengths: Any, *, n_boot: int, seed: int, clusters: Sequence[Any] | None = None,
+                unit: str = "item") -> dict[str, Interval]:
+    """Spearman's rho between a judge's scores and the responses' lengths in characters, and
+    the slope of score on log(length), each with an interval. ``clusters`` labels each score
+    (pooled over models: the item's cluster, so one draw carries every model's answer to it)."""
+    s, n_chars = np.asarray(scores, dtype=float), np.asarray(lengths, dtype=float)
+    keep = ~np.isnan(s) & (n_chars > 0)
+    s, log_len = s[keep], np.log(n_chars[keep])
+    labels = None if clusters is None else [c for c, k in zip(clusters, keep) if k]
+    weights = resample_weights(len(s), n_boot, seed, labels)
+    ones = np.ones((1, len(s)))
+
+    def rho(w: np.ndarray) -> np.ndarray:   # in blocks of replicates: the ranks are (replicates x items)
+        return np.concatenate([weighted_pearson(weighted_ranks(s, b), weighted_ranks(log_len, b), b)
+                               for b in np.array_split(w, max(1, w.size // BLOCK_CELLS))])
+    return {"spearman_rho": interval(rho(ones)[0] if len(s) > 2 else np.nan, rho(weights), len(s), n_boot, seed, unit),
+            "slope_per_log_char": interval(weighted_slope(log_len, s, ones)[0] if len(s) > 2 else np.nan,
+                                           weighted_slope(log_len, s, weights), len(s), n_boot, seed, unit)}
