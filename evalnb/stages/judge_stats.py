@@ -1,0 +1,167 @@
+"""The judges' reliability and length bias within one run, for ``scores.json`` and the report.
+
+What applies: the panel statistics (Krippendorff's alpha, each judge's offset from the panel
+mean) need a panel, two or more configured judges scoring the same items (WildTrace); an
+autorater's independent runs of one judge (GeoExpertQueries) are repeats of one judge, not a
+panel, and GeoKTools' one judge has nothing to agree with. Length bias needs an LLM verdict
+per item and the response it read, so it applies wherever a benchmark declares per-judge
+scores. Where nothing applies the section is absent from ``scores.json`` and the report's
+cells show nothing.
+
+Intervals resample items, or whole clusters where the benchmark's ItemResults declares them
+(``clusters``: item -> cluster; lane E adds the declaration): one resample shared by every
+number. ``n_boot`` and ``seed`` are the run's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from evalnb.core import judge_bias, reliability
+from evalnb.core.estimates import estimate_text
+from evalnb.core.records import read_json_if_exists
+from evalnb.core.stats import Interval
+from evalnb.core.types import ItemResults, Record
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalnb.stages.pipeline import Run
+
+SECTION = "judge_statistics"
+
+
+def judge_labels(results: ItemResults) -> list[str]:
+    """Every judge label the items carry, in the order first seen."""
+    return list(dict.fromkeys(label for item in results.ids for label in results.judges.get(item, {})))
+
+
+def is_panel(config: Mapping[str, Any], results: ItemResults) -> bool:
+    """Two or more configured judges whose scores the items carry (not one judge's runs)."""
+    return len(config.get("judges") or []) >= 2 and len(judge_labels(results)) >= 2
+
+
+def judge_family(config: Mapping[str, Any], label: str) -> str | None:
+    """The ``family`` of the configured judge a label names (``judge2 model-x`` is judges[1])."""
+    role = label.split(" ", 1)[0]
+    judges = config.get("judges") or []
+    if role.startswith("judge") and role[5:].isdigit() and 0 < int(role[5:]) <= len(judges):
+        return judges[int(role[5:]) - 1].get("family")
+    return None
+
+
+def clusters_of(results: ItemResults, ids: Sequence[str]) -> tuple[list[Any] | None, str]:
+    """Each item's cluster and what a cluster is called, where the benchmark declares them;
+    else (None, the item noun): each item its own cluster."""
+    declared: Mapping[str, Any] = getattr(results, "clusters", None) or {}
+    if declared and all(i in declared for i in ids):
+        return [declared[i] for i in ids], "cluster"
+    return None, "item"
+
+
+def judge_matrix(results: ItemResults, labels: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Items with at least one verdict, and their items x judges matrix (NaN: no verdict)."""
+    ids = [i for i in results.ids if results.judges.get(i)]
+    return ids, np.array([[results.judges[i].get(label, np.nan) for label in labels] for i in ids],
+                         dtype=float).reshape(len(ids), len(labels))
+
+
+def response_lengths(generate: Mapping[str, Record]) -> dict[str, int]:
+    """Each answered item's response length in characters (the text the judges were sent)."""
+    return {str(r.get("task_id", key)): len(r["text"]) for key, r in generate.items()
+            if r.get("status") == "ok" and isinstance(r.get("text"), str)}
+
+
+def stored_lengths(run_dir: Any) -> dict[str, int]:
+    """:func:`response_lengths` from a finished run's ``responses.json``."""
+    data = read_json_if_exists(run_dir / "responses.json") or {}
+    return {r["task_id"]: len(r["response"]) for r in data.get("records", [])
+            if r.get("status") == "ok" and isinstance(r.get("response"), str)}
+
+
+def as_json(interval: Interval) -> dict[str, Any]:
+    return {"value": interval.mean, "low": interval.low, "high": interval.high, "n": interval.n}
+
+
+def panel_statistics(config: Mapping[str, Any], results: ItemResults, lengths: Mapping[str, int], *,
+                     n_boot: int, seed: int) -> dict[str, Any]:
+    """The run's judge statistics (empty when none applies)."""
+    labels = judge_labels(results)
+    if not labels:
+        return {}
+    ids, matrix = judge_matrix(results, labels)
+    clusters, unit = clusters_of(results, ids)
+    out: dict[str, Any] = {"judges": [{"judge": label, "family": judge_family(config, label)} for label in labels],
+                           "n_boot": n_boot, "seed": seed, "resampled": unit,
+                           "method": reliability.CLUSTER_METHOD.format(unit=unit)}
+    if is_panel(config, results):
+        out["alpha"] = as_json(reliability.alpha_interval(matrix, n_boot=n_boot, seed=seed, clusters=clusters,
+                                                          unit=unit))
+        offsets = reliability.judge_offsets(matrix, n_boot=n_boot, seed=seed, clusters=clusters, unit=unit)
+        out["offsets"] = {label: as_json(o) for label, o in zip(labels, offsets)}
+    with_length = [k for k, i in enumerate(ids) if i in lengths]
+    if len(with_length) > 2:
+        chars = np.array([lengths[ids[k]] for k in with_length], dtype=float)
+        sub = None if clusters is None else [clusters[k] for k in with_length]
+        out["length"] = {label: {name: as_json(v) for name, v in judge_bias.length_bias(
+            matrix[with_length, j], chars, n_boot=n_boot, seed=seed, clusters=sub, unit=unit).items()}
+            for j, label in enumerate(labels)}
+    return out
+
+
+def scores_section(bench: Any, config: Mapping[str, Any], body: Mapping[str, Any],
+                   generate: Mapping[str, Record]) -> dict[str, Any]:
+    """``{"judge_statistics": ...}`` for a scores.json body, or nothing when no judge statistic
+    applies. Computed from the body and the stores alone (so ``evalnb verify`` recomputes it)."""
+    results = bench.results(body)
+    stats = panel_statistics(config, results, response_lengths(generate),
+                             n_boot=int(config.get("n_boot", 10_000)), seed=int(config.get("seed", 0)))
+    return {SECTION: stats} if stats else {}
+
+
+# --- the report's views ------------------------------------------------------------------------------
+
+def estimate_of(entry: Mapping[str, Any] | None) -> str:
+    """``0.551 [0.325, 0.781]`` for a stored estimate (``-`` when absent)."""
+    entry = entry or {}
+    return estimate_text(entry.get("value"), entry.get("low"), entry.get("high"))
+
+
+def _section(run: Run) -> dict[str, Any]:
+    from evalnb.stages.report import scores
+    return scores(run).get(SECTION) or {}
+
+
+def run_reliability(run: Run) -> pd.DataFrame | None:
+    """Krippendorff's alpha over the panel and each judge's offset from the panel mean, each
+    with its interval (None: the run has no panel)."""
+    import pandas as pd
+
+    from evalnb.core.tables import readable
+
+    section = _section(run)
+    if "alpha" not in section:
+        return None
+    rows = [{"number": "Krippendorff's alpha (interval)", "judge": "panel", "estimate": estimate_of(section["alpha"]),
+             "n": section["alpha"]["n"]}]
+    rows += [{"number": "offset from the panel mean", "judge": label, "estimate": estimate_of(o), "n": o["n"]}
+             for label, o in section["offsets"].items()]
+    return readable(pd.DataFrame(rows).set_index(["number", "judge"]))
+
+
+def run_length_bias(run: Run) -> pd.DataFrame | None:
+    """Per judge: Spearman's rho of score with response length and the slope of score on
+    log(length), with intervals (None: no per-judge verdicts with their responses)."""
+    import pandas as pd
+
+    from evalnb.core.tables import readable
+
+    section = _section(run).get("length")
+    if not section:
+        return None
+    return readable(pd.DataFrame([{"judge": label, "spearman_rho": estimate_of(v["spearman_rho"]),
+                                   "slope_per_log_char": estimate_of(v["slope_per_log_char"]),
+                                   "n": v["spearman_rho"]["n"]} for label, v in section.items()]).set_index("judge"))
