@@ -23,6 +23,10 @@ _EXPORTS = {
                      "save_compare"), "evalnb.stages.compare"),
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
                      "benchmark_compare_figure"), "evalnb.stages.agreement"),
+    **dict.fromkeys(("run_reliability", "run_length_bias"), "evalnb.stages.judge_stats"),
+    **dict.fromkeys(("judge_retest", "judge_retest_table"), "evalnb.stages.judge_study"),
+    **dict.fromkeys(("panel_reliability", "leave_one_judge_out"), "evalnb.stages.judge_panel"),
+    **dict.fromkeys(("self_preference", "length_bias"), "evalnb.stages.judge_bias"),
     "show": "evalnb.stages.evidence",
     "about": "evalnb.stages.provenance",
     "batches_table": "evalnb.execution.batch.views",
@@ -32,7 +36,9 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
            "benchmark_figure", "benchmark_tables", "tasks", "open_compare", "leaderboard", "leaderboard_figure",
            "paired_differences", "repeats_table", "save_compare", "judge_means", "judge_agreement",
            "disagreements", "benchmark_analysis", "benchmark_compare_figure", "show",
-           "batches_table", "about", "latency_table", "reasoning_table"]   # the keys of _EXPORTS
+           "batches_table", "about", "latency_table", "reasoning_table", "run_reliability", "run_length_bias",
+           "judge_retest", "judge_retest_table", "panel_reliability", "leave_one_judge_out", "self_preference",
+           "length_bias"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
     from evalnb.execution.batch.views import batches_table
@@ -42,6 +48,10 @@ if TYPE_CHECKING:
                                 repeats_table, save_compare)
     from evalnb.stages.pipeline import Run, aggregate, generate, judge, open_run
     from evalnb.stages.evidence import show
+    from evalnb.stages.judge_bias import length_bias, self_preference
+    from evalnb.stages.judge_panel import leave_one_judge_out, panel_reliability
+    from evalnb.stages.judge_stats import run_length_bias, run_reliability
+    from evalnb.stages.judge_study import judge_retest, judge_retest_table
     from evalnb.stages.provenance import about
     from evalnb.stages.report import (benchmark_figure, benchmark_tables, breakdown, budget_table, headline,
                                judge_distributions, latency_table, reasoning_table, score_histogram, status_breakdown, tasks, usage_table)
