@@ -23,8 +23,8 @@ _EXPORTS = {
                      "save_compare"), "evalnb.stages.compare"),
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
                      "benchmark_compare_figure"), "evalnb.stages.agreement"),
-    **dict.fromkeys(("run_reliability", "run_length_bias"), "evalnb.stages.judge_stats"),
-    **dict.fromkeys(("judge_retest", "judge_retest_table"), "evalnb.stages.judge_study"),
+    **dict.fromkeys(("judge_retest", "judge_retest_table", "run_reliability", "run_length_bias"),
+                    "evalnb.stages.judge_study"),
     **dict.fromkeys(("panel_reliability", "leave_one_judge_out"), "evalnb.stages.judge_panel"),
     **dict.fromkeys(("self_preference", "length_bias"), "evalnb.stages.judge_bias"),
     "show": "evalnb.stages.evidence",
@@ -50,8 +50,7 @@ if TYPE_CHECKING:
     from evalnb.stages.evidence import show
     from evalnb.stages.judge_bias import length_bias, self_preference
     from evalnb.stages.judge_panel import leave_one_judge_out, panel_reliability
-    from evalnb.stages.judge_stats import run_length_bias, run_reliability
-    from evalnb.stages.judge_study import judge_retest, judge_retest_table
+    from evalnb.stages.judge_study import judge_retest, judge_retest_table, run_length_bias, run_reliability
     from evalnb.stages.provenance import about
     from evalnb.stages.report import (benchmark_figure, benchmark_tables, breakdown, budget_table, headline,
                                judge_distributions, latency_table, reasoning_table, score_histogram, status_breakdown, tasks, usage_table)

@@ -46,7 +46,7 @@ from evalnb.providers.ledger import LockedJson, locked_json
 from evalnb.providers.retry import NotSent, as_provider_error, failed_attempt_usage, request_input_tokens
 
 LEDGER_NAME = "spend.json"
-STORES = ("generate.jsonl", "judge.jsonl")
+STORES = ("generate.jsonl", "judge.jsonl", "judge_retest.jsonl")   # the last: evalnb.stages.judge_retest
 
 
 class CeilingReached(NotSent):

@@ -16,7 +16,7 @@ number. ``n_boot`` and ``seed`` are the run's own.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -25,11 +25,6 @@ from evalnb.core.estimates import estimate_text
 from evalnb.core.records import read_json_if_exists
 from evalnb.core.stats import Interval
 from evalnb.core.types import ItemResults, Record
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from evalnb.stages.pipeline import Run
 
 SECTION = "judge_statistics"
 
@@ -122,46 +117,9 @@ def scores_section(bench: Any, config: Mapping[str, Any], body: Mapping[str, Any
     return {SECTION: stats} if stats else {}
 
 
-# --- the report's views ------------------------------------------------------------------------------
+# --- how the views show a stored estimate -----------------------------------------------------------------
 
 def estimate_of(entry: Mapping[str, Any] | None) -> str:
     """``0.551 [0.325, 0.781]`` for a stored estimate (``-`` when absent)."""
     entry = entry or {}
     return estimate_text(entry.get("value"), entry.get("low"), entry.get("high"))
-
-
-def _section(run: Run) -> dict[str, Any]:
-    from evalnb.stages.report import scores
-    return scores(run).get(SECTION) or {}
-
-
-def run_reliability(run: Run) -> pd.DataFrame | None:
-    """Krippendorff's alpha over the panel and each judge's offset from the panel mean, each
-    with its interval (None: the run has no panel)."""
-    import pandas as pd
-
-    from evalnb.core.tables import readable
-
-    section = _section(run)
-    if "alpha" not in section:
-        return None
-    rows = [{"number": "Krippendorff's alpha (interval)", "judge": "panel", "estimate": estimate_of(section["alpha"]),
-             "n": section["alpha"]["n"]}]
-    rows += [{"number": "offset from the panel mean", "judge": label, "estimate": estimate_of(o), "n": o["n"]}
-             for label, o in section["offsets"].items()]
-    return readable(pd.DataFrame(rows).set_index(["number", "judge"]))
-
-
-def run_length_bias(run: Run) -> pd.DataFrame | None:
-    """Per judge: Spearman's rho of score with response length and the slope of score on
-    log(length), with intervals (None: no per-judge verdicts with their responses)."""
-    import pandas as pd
-
-    from evalnb.core.tables import readable
-
-    section = _section(run).get("length")
-    if not section:
-        return None
-    return readable(pd.DataFrame([{"judge": label, "spearman_rho": estimate_of(v["spearman_rho"]),
-                                   "slope_per_log_char": estimate_of(v["slope_per_log_char"]),
-                                   "n": v["spearman_rho"]["n"]} for label, v in section.items()]).set_index("judge"))

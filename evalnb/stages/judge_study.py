@@ -1,5 +1,6 @@
 """Running the judges' retest study (:mod:`evalnb.stages.judge_retest`) in the judge stage
-notebook, and its table in the report.
+notebook; its table and the run's other judge statistics (:mod:`evalnb.stages.judge_stats`,
+stored in scores.json) in the report.
 
 The study runs only once the protocol is complete (every answer in, every verdict in), so
 its sample is drawn from a set that no longer changes and nothing it does can touch a
@@ -11,11 +12,12 @@ resumable work of the study; the run's exit status is the protocol's alone.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalnb.core import lock
 from evalnb.core.progress import say
 from evalnb.stages import judge_retest as study
+from evalnb.stages import judge_stats
 from evalnb.stages.judge_stats import estimate_of
 from evalnb.stages.pipeline import Run, _stage, judge_status_table, judgements, judge_names, responses
 
@@ -70,3 +72,40 @@ def judge_retest_table(run: Run) -> pd.DataFrame | None:
         rows.append({"judge": "panel (item score)", "noise_share": estimate_of(section["panel_noise_share"])})
     return readable(pd.DataFrame(rows, columns=["judge", "answers", "verdicts", "failed", "retest_sd",
                                                 "noise_share"]).set_index("judge"))
+
+
+def _section(run: Run) -> dict[str, Any]:
+    from evalnb.stages.report import scores
+    return scores(run).get(judge_stats.SECTION) or {}
+
+
+def run_reliability(run: Run) -> pd.DataFrame | None:
+    """Krippendorff's alpha over the panel and each judge's offset from the panel mean, each
+    with its interval (None: the run has no panel)."""
+    import pandas as pd
+
+    from evalnb.core.tables import readable
+
+    section = _section(run)
+    if "alpha" not in section:
+        return None
+    rows = [{"number": "Krippendorff's alpha (interval)", "judge": "panel", "estimate": estimate_of(section["alpha"]),
+             "n": section["alpha"]["n"]}]
+    rows += [{"number": "offset from the panel mean", "judge": label, "estimate": estimate_of(o), "n": o["n"]}
+             for label, o in section["offsets"].items()]
+    return readable(pd.DataFrame(rows).set_index(["number", "judge"]))
+
+
+def run_length_bias(run: Run) -> pd.DataFrame | None:
+    """Per judge: Spearman's rho of score with response length and the slope of score on
+    log(length), with intervals (None: no per-judge verdicts with their responses)."""
+    import pandas as pd
+
+    from evalnb.core.tables import readable
+
+    section = _section(run).get("length")
+    if not section:
+        return None
+    return readable(pd.DataFrame([{"judge": label, "spearman_rho": estimate_of(v["spearman_rho"]),
+                                   "slope_per_log_char": estimate_of(v["slope_per_log_char"]),
+                                   "n": v["spearman_rho"]["n"]} for label, v in section.items()]).set_index("judge"))
