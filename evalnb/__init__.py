@@ -27,6 +27,7 @@ _EXPORTS = {
                     "evalnb.stages.judge_study"),
     **dict.fromkeys(("panel_reliability", "leave_one_judge_out"), "evalnb.stages.judge_panel"),
     **dict.fromkeys(("self_preference", "length_bias"), "evalnb.stages.judge_bias"),
+    "panel_change": "evalnb.stages.panel_change",
     "show": "evalnb.stages.evidence",
     "about": "evalnb.stages.provenance",
     "batches_table": "evalnb.execution.batch.views",
@@ -38,7 +39,7 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
            "disagreements", "benchmark_analysis", "benchmark_compare_figure", "show",
            "batches_table", "about", "latency_table", "reasoning_table", "run_reliability", "run_length_bias",
            "judge_retest", "judge_retest_table", "panel_reliability", "leave_one_judge_out", "self_preference",
-           "length_bias"]   # the keys of _EXPORTS
+           "length_bias", "panel_change"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
     from evalnb.execution.batch.views import batches_table
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from evalnb.stages.pipeline import Run, aggregate, generate, judge, open_run
     from evalnb.stages.evidence import show
     from evalnb.stages.judge_bias import length_bias, self_preference
+    from evalnb.stages.panel_change import panel_change
     from evalnb.stages.judge_panel import leave_one_judge_out, panel_reliability
     from evalnb.stages.judge_study import judge_retest, judge_retest_table, run_length_bias, run_reliability
     from evalnb.stages.provenance import about

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from evalnb.core.errors import ConfigError, FingerprintMismatch
 from evalnb.stages.compare import leaderboard, open_compare
 from evalnb.stages.judge_bias import length_bias, self_preference
 from evalnb.stages.judge_panel import leave_one_judge_out, panel_reliability
+from evalnb.stages.panel_change import panel_change
 from tests.conftest import SAMPLE
 
 PARTS = ("prompts", "caps_table", "judge_panel", "aggregation", "retry", "tasks")
@@ -137,3 +139,46 @@ def test_length_bias_within_models_and_pooled(tmp_path: Path) -> None:
     pooled_scores = np.concatenate([verdicts[:, 0], panel_verdicts(5, 0.5)[:, 0]])
     assert table.loc[("judge1 m1", "pooled"), "spearman_rho"] == pytest.approx(
         scipy_stats.spearmanr(pooled_scores, lengths + lengths[::-1]).statistic, abs=1e-12)
+
+
+# --- panel change ----------------------------------------------------------------------------------
+
+def test_panel_change_reports_tau_and_shifts_and_keeps_the_panels_apart(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    qualities = {"a": 0.7, "b": 0.5, "c": 0.3}
+    first = [judged_run(tmp_path / "A", n, panel_verdicts(i, q)) for i, (n, q) in enumerate(qualities.items())]
+    # panel B: a harsher panel (-0.1 on every verdict, clipped) that reverses b and c
+    second_scores = {"a": panel_verdicts(0, 0.7) - 0.1, "b": panel_verdicts(1, 0.5) - 0.3,
+                     "c": panel_verdicts(2, 0.3) - 0.1}
+    second = [judged_run(tmp_path / "B", n, np.clip(v, 0, 1), panel="q") for n, v in second_scores.items()]
+    with pytest.raises(FingerprintMismatch, match="judge_panel"):
+        open_compare(first + second)   # never one leaderboard
+    cmp = open_compare(panels=[first, second], out=tmp_path / "cmp", n_boot=2000)
+    assert [r.label for r in cmp.runs] == ["a", "b", "c"]
+    leaderboard(cmp)
+    assert list(cmp.tables["leaderboard"].index) == ["a", "b", "c"]   # the first panel's alone
+    panel_change(cmp)
+    assert "differing fingerprint parts: judge_panel" in capsys.readouterr().out
+    table = cmp.tables["panel_change"].set_index("model")
+    mean_a = {n: np.mean(panel_verdicts(i, q).mean(axis=1)) for i, (n, q) in enumerate(qualities.items())}
+    mean_b = {n: np.mean(np.clip(v, 0, 1).mean(axis=1)) for n, v in second_scores.items()}
+    for n in qualities:
+        assert table.loc[n, "shift"] == pytest.approx(mean_b[n] - mean_a[n])
+        assert table.loc[n, "shift_high"] < 0
+    expected_tau = scipy_stats.kendalltau([mean_a[n] for n in qualities], [mean_b[n] for n in qualities]).statistic
+    assert table.loc["a", "kendall_tau"] == pytest.approx(expected_tau)   # 1/3: one pair of three swapped
+    assert table.loc["a", "kendall_tau_low"] <= expected_tau <= table.loc["a", "kendall_tau_high"]
+    assert list(table.rank_b) == [1.0, 3.0, 2.0]
+
+
+def test_panel_change_needs_the_same_tasks_and_two_panels(tmp_path: Path) -> None:
+    a = judged_run(tmp_path / "A", "a", panel_verdicts(0, 0.5))
+    b = judged_run(tmp_path / "B", "a", panel_verdicts(0, 0.5), panel="q")
+    fingerprint = json.loads((b / "fingerprint.json").read_text())
+    fingerprint["parts"]["tasks"]["sha256"] = "other tasks"
+    (b / "fingerprint.json").write_text(json.dumps(fingerprint))
+    with pytest.raises(FingerprintMismatch, match="tasks"):
+        open_compare(panels=[[a], [b]], out=tmp_path / "cmp")
+    with pytest.raises(ConfigError, match="two lists"):
+        open_compare([a], panels=[[a], [b]])
+    assert panel_change(open_compare([a, judged_run(tmp_path, "z", panel_verdicts(1, 0.5))])) is None

@@ -50,7 +50,7 @@ REPORT_CALLS = ("headline", "status_breakdown", "score_histogram", "judge_distri
                 "run_length_bias", "judge_retest_table")
 COMPARE_CALLS = ("leaderboard", "leaderboard_figure", "paired_differences", "judge_means", "judge_agreement",
                  "disagreements", "panel_reliability", "leave_one_judge_out", "self_preference", "length_bias",
-                 "benchmark_analysis", "benchmark_compare_figure", "repeats_table", "save_compare")
+                 "panel_change", "benchmark_analysis", "benchmark_compare_figure", "repeats_table", "save_compare")
 
 
 def files_of(folder: Path) -> Iterator[Path]:
