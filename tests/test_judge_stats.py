@@ -149,3 +149,17 @@ def test_self_preference_false_detection_rate_near_five_percent() -> None:
     false_rate = np.mean([detected(0.0) for _ in range(300)])
     assert 0.01 <= false_rate <= 0.10
     assert np.mean([detected(0.05) for _ in range(50)]) >= 0.95
+
+
+@pytest.mark.parametrize("matrix, alpha", [
+    (np.full((5, 3), 0.5), None), (np.array([[0.2, 0.4, 0.6]]), 0.0), (np.zeros((0, 3)), None),
+    (np.array([[0.1, np.nan, np.nan], [np.nan, 0.3, np.nan]]), None)])
+def test_degenerate_panels_give_no_number_and_no_error(matrix: np.ndarray, alpha: float | None) -> None:
+    """No variation, no item, no item with two verdicts: alpha is undefined (None; the package
+    refuses such data); one item: 0, as the package says."""
+    a = reliability.alpha_interval(matrix, n_boot=50, seed=0)
+    assert a.mean == alpha
+    reliability.judge_offsets(matrix, n_boot=50, seed=0)
+    reliability.retest(matrix, n_boot=50, seed=0)
+    judge_bias.length_bias(matrix[:, 0], np.arange(1, len(matrix) + 1) * 100.0, n_boot=50, seed=0)
+    judge_bias.self_preference(matrix[:, 0], matrix[:, 1:].T, n_boot=50, seed=0)

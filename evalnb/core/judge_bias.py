@@ -27,7 +27,7 @@ def self_preference(family: Any, others: Any, *, n_boot: int, seed: int,
     on the contestants of other families, items aligned. The self-preference is
     mean(family) - mean(others pooled), every replicate resampling the items once for all."""
     own = np.asarray(family, dtype=float)
-    rest = np.asarray(others, dtype=float).reshape(-1, len(own))
+    rest = np.asarray(others, dtype=float).reshape(-1, len(own)) if len(own) else np.zeros((1, 0))
     weights = resample_weights(len(own), n_boot, seed, clusters)
 
     def parts(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,17 +61,17 @@ def weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def weighted_pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Pearson's r per row, x and y given per row (or shared), each item counted its weight."""
     total = weights.sum(axis=1, keepdims=True)
-    mx, my = (weights * x).sum(axis=1, keepdims=True) / total, (weights * y).sum(axis=1, keepdims=True) / total
-    dx, dy = x - mx, y - my
     with np.errstate(invalid="ignore", divide="ignore"):
+        mx, my = (weights * x).sum(axis=1, keepdims=True) / total, (weights * y).sum(axis=1, keepdims=True) / total
+        dx, dy = x - mx, y - my
         return (weights * dx * dy).sum(axis=1) / np.sqrt((weights * dx * dx).sum(axis=1) * (weights * dy * dy).sum(axis=1))
 
 
 def weighted_slope(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """The least-squares slope of y on x per row of weights."""
     total = weights.sum(axis=1, keepdims=True)
-    mx, my = (weights * x).sum(axis=1, keepdims=True) / total, (weights * y).sum(axis=1, keepdims=True) / total
     with np.errstate(invalid="ignore", divide="ignore"):
+        mx, my = (weights * x).sum(axis=1, keepdims=True) / total, (weights * y).sum(axis=1, keepdims=True) / total
         return (weights * (x - mx) * (y - my)).sum(axis=1) / (weights * (x - mx) ** 2).sum(axis=1)
 
 

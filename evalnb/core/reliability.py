@@ -59,6 +59,8 @@ def percentile(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[floa
 
 
 def finite(value: Any) -> float | None:
+    if value is None:
+        return None
     number = float(value)
     return number if math.isfinite(number) else None
 

@@ -54,7 +54,9 @@ def panel_runs(cmp: Comparison) -> list[str]:
 def stacked(cmp: Comparison, runs: Sequence[RunRecord], labels: Sequence[str]) -> tuple[np.ndarray, list[Any], str]:
     """Every run's items x judges rows stacked, each row's cluster (its item, or its declared
     cluster: shared by every model), and what a cluster is."""
-    matrices, clusters, unit = [], [], "item"
+    matrices: list[np.ndarray] = []
+    clusters: list[Any] = []
+    unit = "item"
     for run in runs:
         results = run.results(cmp.benchmark)
         ids, matrix = judge_matrix(results, labels)
@@ -75,11 +77,11 @@ def panel_reliability(cmp: Comparison) -> pd.DataFrame | None:
     rows = []
     for who, runs in [(run.label, [run]) for run in cmp.runs] + [("pooled", cmp.runs)]:
         matrix, clusters, unit = stacked(cmp, runs, labels)
-        options = {"n_boot": cmp.n_boot, "seed": cmp.seed, "clusters": clusters, "unit": unit}
-        rows.append({"model": who, "judge": "panel", "number": "alpha", "n": len(matrix),
-                     **raw("estimate", reliability.alpha_interval(matrix, **options))})
+        alpha = reliability.alpha_interval(matrix, n_boot=cmp.n_boot, seed=cmp.seed, clusters=clusters, unit=unit)
+        offsets = reliability.judge_offsets(matrix, n_boot=cmp.n_boot, seed=cmp.seed, clusters=clusters, unit=unit)
+        rows.append({"model": who, "judge": "panel", "number": "alpha", "n": len(matrix), **raw("estimate", alpha)})
         rows += [{"model": who, "judge": label, "number": "offset", "n": o.n, **raw("estimate", o)}
-                 for label, o in zip(labels, reliability.judge_offsets(matrix, **options))]
+                 for label, o in zip(labels, offsets)]
     table = pd.DataFrame(rows)
     cmp.tables["judge_reliability"] = table
     return shown(table, ["estimate"], ["model", "number", "judge"])
