@@ -9,7 +9,7 @@ calls (the same prompt, settings, parser and endpoint), each made K more times u
 ``<protocol key>::retest<k>``. Which answers: M items drawn without replacement (numpy's
 PCG64 seeded with S) from the items whose every protocol verdict is in, sorted by id, so
 the sample is fixed once the judge stage is complete; until then the study waits. A verdict
-decided without a call (GeoKTools' exact match) is deterministic and is not retested.
+decided without a call (an exact match) is deterministic and is not retested.
 
 Each judge's verdicts on one answer (its protocol verdict and the K retests) are the groups
 of a one-way random-effects decomposition (:func:`evalnb.core.reliability.retest`): its

@@ -1,11 +1,11 @@
 """The judges' reliability and length bias within one run, for ``scores.json`` and the report.
 
 What applies: the panel statistics (Krippendorff's alpha, each judge's offset from the panel
-mean) need a panel, two or more configured judges scoring the same items (WildTrace); an
-autorater's independent runs of one judge (GeoExpertQueries) are repeats of one judge, not a
-panel, and GeoKTools' one judge has nothing to agree with. Length bias needs an LLM verdict
-per item and the response it read, so it applies wherever a benchmark declares per-judge
-scores. Where nothing applies the section is absent from ``scores.json`` and the report's
+mean) need a panel, two or more configured judges scoring the same items; an autorater's
+independent runs of one judge are repeats of one judge, not a panel, and one judge has
+nothing to agree with (docs/statistics.md says which benchmark has what). Length bias needs
+an LLM verdict per item and the response it read, so it applies wherever a benchmark
+declares per-judge scores. Where nothing applies the section is absent from ``scores.json`` and the report's
 cells show nothing.
 
 Intervals resample items, or whole clusters where the benchmark's ItemResults declares them

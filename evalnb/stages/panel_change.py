@@ -1,5 +1,5 @@
 """Panel change: the same contestants, on the same items, scored by two panels (for example a
-WildTrace run's answers re-judged under another panel through ``responses:``).
+run's answers imported into another run, re-judged under another panel).
 
 Two panels' numbers never stand in one leaderboard: the fingerprint refuses to mix them
 (``judge_panel`` differs), and this is the explicit mode that puts them side by side instead
