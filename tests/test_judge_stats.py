@@ -136,7 +136,9 @@ def test_self_preference_by_hand() -> None:
 
 def test_self_preference_false_detection_rate_near_five_percent() -> None:
     """No bonus: over 300 simulated panels the 95 % paired interval excludes 0 about 5 % of the
-    time; with a bonus of 0.05 (noise s.d. 0.05 per verdict) nearly always."""
+    time (a little more: the percentile bootstrap undercovers slightly at 60 items, about 7 % over
+    1,000 panels; 300 panels add a Monte Carlo s.d. of 1.5 points); with a bonus of 0.05 (noise
+    s.d. 0.05 per verdict) nearly always."""
     rng = np.random.default_rng(0)
 
     def detected(bonus: float) -> bool:
@@ -147,7 +149,7 @@ def test_self_preference_false_detection_rate_near_five_percent() -> None:
         out = judge_bias.self_preference(gaps[0], gaps[1:], n_boot=400, seed=int(rng.integers(1 << 30)))
         return bool(out["self_preference"].low > 0 or out["self_preference"].high < 0)
     false_rate = np.mean([detected(0.0) for _ in range(300)])
-    assert 0.01 <= false_rate <= 0.10
+    assert 0.01 <= false_rate <= 0.12
     assert np.mean([detected(0.05) for _ in range(50)]) >= 0.95
 
 

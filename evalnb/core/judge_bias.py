@@ -51,9 +51,12 @@ def self_preference(family: Any, others: Any, *, n_boot: int, seed: int,
 def weighted_ranks(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Per row of ``weights``, each value's average rank in the sample where value i appears
     ``weights[r, i]`` times (what scipy's ``rankdata(method="average")`` gives on that sample)."""
-    unique, group = np.unique(values, return_inverse=True)
-    per_group = np.zeros((len(weights), len(unique)))
-    np.add.at(per_group.T, group, weights.T)
+    if not len(values):
+        return np.zeros_like(weights)
+    unique, group = np.unique(values, return_inverse=True)   # each item's tie group, groups in value order
+    order = np.argsort(group, kind="stable")
+    starts = np.searchsorted(group[order], np.arange(len(unique)))
+    per_group = np.add.reduceat(weights[:, order], starts, axis=1)   # each tie group's total weight
     below = np.cumsum(per_group, axis=1) - per_group
     return (below + (per_group + 1) / 2)[:, group]
 

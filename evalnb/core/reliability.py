@@ -20,6 +20,7 @@ the package, on the data and on an explicitly resampled replicate.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -33,19 +34,25 @@ CLUSTER_METHOD = "percentile bootstrap over {unit}s (whole {unit}s resampled, on
 
 def resample_weights(n_items: int, n_boot: int, seed: int, clusters: Sequence[Any] | None = None) -> np.ndarray:
     """``(n_boot, n_items)`` item weights: per replicate, the clusters are drawn with
-    replacement (as many draws as clusters) and each item is weighted by its cluster's count.
-    ``clusters`` labels each item (None: each item its own cluster)."""
+    replacement (as many draws as clusters: a multinomial count per cluster) and each item is
+    weighted by its cluster's count. ``clusters`` labels each item (None: each item its own
+    cluster). Read-only, and kept for the next statistic over the same items and settings."""
+    return _weights(n_items, n_boot, seed, None if clusters is None else tuple(clusters))
+
+
+@functools.lru_cache(maxsize=4)
+def _weights(n_items: int, n_boot: int, seed: int, clusters: tuple[Any, ...] | None) -> np.ndarray:
     labels = list(range(n_items)) if clusters is None else list(clusters)
     if len(labels) != n_items:
         raise ValueError(f"{len(labels)} cluster labels for {n_items} items")
     order = {label: i for i, label in enumerate(dict.fromkeys(labels))}
-    of_item = np.array([order[label] for label in labels], dtype=np.intp)
     c = len(order)
     if c == 0:
         return np.zeros((n_boot, 0))
-    draws = np.random.default_rng(seed).integers(0, c, size=(n_boot, c))
-    counts = np.bincount((draws + (np.arange(n_boot) * c)[:, None]).ravel(), minlength=n_boot * c)
-    return counts.reshape(n_boot, c)[:, of_item].astype(float)
+    counts = np.random.default_rng(seed).multinomial(c, np.full(c, 1 / c), size=n_boot).astype(float)
+    weights = counts if clusters is None else counts[:, [order[label] for label in labels]]
+    weights.setflags(write=False)
+    return weights
 
 
 def percentile(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
