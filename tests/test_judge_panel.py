@@ -32,7 +32,8 @@ def judged_run(root: Path, name: str, verdicts: np.ndarray, *, family: str | Non
     run.mkdir(parents=True)
     ids = [f"t{i}" for i in range(len(verdicts))]
     tasks = [{"task_id": t, "status": "ok", "score": float(np.mean(v)),
-              "judges": [{"judge": f"judge{j + 1}", "model": JUDGES[j], "score": float(s)} for j, s in enumerate(v)]}
+              "judges": [{"judge": f"judge{j + 1}", "model": JUDGES[j], "score": float(s), "total": float(s) * 100,
+                          "reply": "{}"} for j, s in enumerate(v)]}
              for t, v in zip(ids, verdicts)]
     config = {"model": {"provider": "openai", "name": name, **({"family": family} if family else {})},
               "judges": [{"provider": "openai", "name": m, **({"family": f} if f else {})}
@@ -182,3 +183,25 @@ def test_panel_change_needs_the_same_tasks_and_two_panels(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match="two lists"):
         open_compare([a], panels=[[a], [b]])
     assert panel_change(open_compare([a, judged_run(tmp_path, "z", panel_verdicts(1, 0.5))])) is None
+
+
+def test_compare_panels_through_the_command_and_notebook(tmp_path: Path) -> None:
+    """``evalnb compare --panels``: the compare notebook's Panel change section, compare.json
+    holding both panels' runs apart (the leaderboard the first panel's alone)."""
+    from evalnb.app.main import main
+
+    first = [judged_run(tmp_path / "A", n, panel_verdicts(i, q)) for i, (n, q) in enumerate({"a": 0.7, "b": 0.4}.items())]
+    second = [judged_run(tmp_path / "B", n, panel_verdicts(i + 5, q), panel="q")
+              for i, (n, q) in enumerate({"a": 0.4, "b": 0.7}.items())]
+    out = tmp_path / "cmp"
+    assert main(["compare", "--panels", ",".join(map(str, first)), ",".join(map(str, second)),
+                 "--out", str(out), "--n-boot", "200"]) == 0
+    record = json.loads((out / "compare.json").read_text())
+    assert [r["dir"] for r in record["runs"]] == [str(p) for p in first]
+    assert [r["dir"] for r in record["panel_b"]] == [str(p) for p in second]
+    assert {r["model"] for r in record["tables"]["leaderboard"]} == {"a", "b"} and len(record["tables"]["leaderboard"]) == 2
+    change = {r["model"]: r for r in record["tables"]["panel_change"]}
+    assert change["a"]["kendall_tau"] == pytest.approx(-1.0) and change["a"]["shift"] < 0 < change["b"]["shift"]
+    html = (out / "05_compare.html").read_text() if (out / "05_compare.html").exists() else \
+        (out / "05_compare.ipynb").read_text()
+    assert "differing fingerprint parts: judge_panel" in html

@@ -158,7 +158,7 @@ def verify_compare(folder: Path, label: str, sets: Sequence[str]) -> list[str]:
     if recorded is None or not notebook.exists():
         return [f"{label}/{'compare.json' if recorded is None else notebook.name}: missing"] + key_lines(folder, label)
     lines = []
-    for entry in recorded["runs"]:
+    for entry in recorded["runs"] + recorded.get("panel_b", []):   # panel_b: compare --panels' second panel
         run_dir = Path(entry["dir"])
         fingerprint = read_json_if_exists(run_dir / "fingerprint.json") if run_dir.is_dir() else None
         if fingerprint is None:
