@@ -151,3 +151,13 @@ def test_retest_is_no_part_of_the_fingerprint_and_family_is_metadata(tmp_path: P
     assert "family" not in evalnb.open_run(base).config.to_dict()["model"]
     with pytest.raises(ConfigError, match="family"):
         load_config(openai_params(tmp_path, "http://127.0.0.1:9", model={**base["model"], "family": 3}))
+
+
+def test_the_resolved_parameters_keep_the_study_and_the_families(tmp_path: Path) -> None:
+    """What papermill injects (config.to_dict()) resolves to the same configuration."""
+    params = openai_params(tmp_path, "http://127.0.0.1:9", judge_retest={"sample": 2, "repeats": 3})
+    params["judges"][1]["family"] = "qwen"
+    config, _ = load_config(params)
+    again, _ = load_config(config.to_dict())
+    assert again == config and again.judges[1].family == "qwen" and again.judge_retest == {
+        "sample": 2, "repeats": 3, "seed": 0}
