@@ -41,6 +41,9 @@ def estimate_command(params: Path, sets: Sequence[str]) -> int:
     print("ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
           "output tokens and judge calls for answers not yet generated are upper bounds "
           "(every in-scope task answered, every budget used).")
+    if config.judge_retest:
+        print("judge_retest: the retest study's calls (sample x repeats per judge call of a sampled answer), made once "
+              "the protocol is complete; before the run, drawn as if every in-scope answer were judged.")
     if any(r["measured_calls"] for r in rows):
         print("Measured: measured_median_s from this run's finished calls; est_minutes_measured at that median "
               "with the endpoint's concurrency; est_output_tokens_measured at their mean output.")
