@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import krippendorff
 import numpy as np
 import pytest
@@ -165,3 +167,32 @@ def test_degenerate_panels_give_no_number_and_no_error(matrix: np.ndarray, alpha
     reliability.retest(matrix, n_boot=50, seed=0)
     judge_bias.length_bias(matrix[:, 0], np.arange(1, len(matrix) + 1) * 100.0, n_boot=50, seed=0)
     judge_bias.self_preference(matrix[:, 0], matrix[:, 1:].T, n_boot=50, seed=0)
+
+
+def test_a_runs_judge_statistics_in_scores_json_and_the_report(tmp_path: Path) -> None:
+    """The aggregate stage's judge_statistics, against the package and scipy on the verdicts
+    and responses the run recorded; the protocol's own numbers beside them untouched."""
+    import json
+
+    import evalnb
+    from evalnb.stages.judge_study import run_length_bias, run_reliability
+    from tests.conftest import offline_params
+
+    run = evalnb.open_run(offline_params(tmp_path))
+    evalnb.generate(run)
+    evalnb.judge(run)
+    evalnb.aggregate(run)
+    scores = json.loads(run.path("scores.json").read_text())
+    rows = [t for t in scores["tasks"] if t["judges"]]
+    verdicts = np.array([[j["score"] for j in t["judges"]] for t in rows])
+    section = scores["judge_statistics"]
+    assert section["alpha"]["value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=verdicts.T, level_of_measurement="interval"), abs=1e-12)
+    assert section["alpha"]["low"] <= section["alpha"]["value"] <= section["alpha"]["high"]
+    lengths = {r["task_id"]: len(r["response"]) for r in json.loads(run.path("responses.json").read_text())["records"]
+               if r["status"] == "ok"}
+    first = section["length"]["judge1 rubric-overlap"]["spearman_rho"]["value"]
+    assert first == pytest.approx(scipy_stats.spearmanr(verdicts[:, 0], [lengths[t["task_id"]] for t in rows]).statistic)
+    assert list(run_reliability(run).index.get_level_values("judge")) == ["panel", *section["offsets"]]
+    assert len(run_length_bias(run)) == 3
+    assert "judge_retest" not in scores   # no study asked for
