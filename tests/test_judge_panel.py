@@ -54,7 +54,9 @@ def panel_verdicts(seed: int, quality: float, bonus: float = 0.0, items: int = 6
     truth = np.clip(rng.normal(quality, 0.2, size=(items, 1)), 0, 1)
     verdicts = np.clip(truth + rng.normal(0, 0.05, size=(items, 3)), 0, 1)
     verdicts[:, 2] = np.clip(verdicts[:, 2] + bonus, 0, 1)
-    return verdicts
+    # to the hundredth, as judges' totals over rubric points are (and the package, which builds a
+    # values x values matrix, takes seconds on 540 distinct floats)
+    return np.round(verdicts, 2)
 
 
 def three_models(tmp_path: Path, bonus: float, seed: int = 0) -> list[Path]:
