@@ -31,16 +31,19 @@ def test_alpha_matches_the_krippendorff_package(seed: int) -> None:
 def test_one_replicate_is_alpha_of_the_resampled_data() -> None:
     """The weighted form on a replicate equals the package on the rows that replicate drew."""
     data = panel(3)
-    weights = reliability.resample_weights(len(data), 5, seed=7)
-    for w in weights:
-        expanded = np.repeat(data, w.astype(int), axis=0)
-        expected = krippendorff.alpha(reliability_data=expanded.T, level_of_measurement="interval")
-        assert reliability.alpha_weighted(data, w[None, :])[0] == pytest.approx(expected, abs=1e-12)
+    clusters = [i // 3 for i in range(len(data))]   # and with clusters of three items
+    for labels in (None, clusters):
+        rs = reliability.resample(len(data), 5, seed=7, clusters=labels)
+        alphas = reliability.alpha_weighted(data, rs)
+        for w, alpha in zip(rs.item_weights(), alphas):
+            expanded = np.repeat(data, w.astype(int), axis=0)
+            expected = krippendorff.alpha(reliability_data=expanded.T, level_of_measurement="interval")
+            assert alpha == pytest.approx(expected, abs=1e-12)
 
 
 def test_cluster_weights_draw_whole_clusters() -> None:
     clusters = ["d1", "d1", "d2", "d3", "d3", "d3"]
-    weights = reliability.resample_weights(6, 200, seed=0, clusters=clusters)
+    weights = reliability.resample(6, 200, seed=0, clusters=clusters).item_weights()
     assert (weights[:, 0] == weights[:, 1]).all() and (weights[:, 3] == weights[:, 5]).all()
     per_cluster = weights[:, [0, 2, 3]]
     assert (per_cluster.sum(axis=1) == 3).all()   # as many draws as clusters
@@ -103,7 +106,7 @@ def test_weighted_ranks_and_spearman_match_scipy_on_the_expanded_sample() -> Non
     rng = np.random.default_rng(8)
     scores = rng.integers(0, 5, size=30) / 4   # ties
     lengths = rng.integers(100, 3000, size=30).astype(float)
-    weights = reliability.resample_weights(30, 4, seed=3)
+    weights = reliability.resample(30, 4, seed=3).item_weights()
     ranks = judge_bias.weighted_ranks(scores, weights)
     for w, r in zip(weights, ranks):
         keep = w > 0

@@ -2,7 +2,7 @@
 length (does a judge reward long responses), each with a paired bootstrap interval.
 
 Both are written as weighted sums over items so that one replicate of
-:func:`evalnb.core.reliability.resample_weights` (whole clusters drawn with replacement, one
+:func:`evalnb.core.reliability.resample` (whole clusters drawn with replacement, one
 resample shared by every model: "paired") is the statistic of the resampled data set, for all
 replicates at once.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from evalnb.core.reliability import interval, resample_weights, weighted_mean
+from evalnb.core.reliability import Resample, interval, resample, weighted_mean
 from evalnb.core.stats import Interval
 
 BLOCK_CELLS = 1_000_000   # replicate x item cells ranked at once
@@ -28,17 +28,14 @@ def self_preference(family: Any, others: Any, *, n_boot: int, seed: int,
     mean(family) - mean(others pooled), every replicate resampling the items once for all."""
     own = np.asarray(family, dtype=float)
     rest = np.asarray(others, dtype=float).reshape(-1, len(own)) if len(own) else np.zeros((1, 0))
-    weights = resample_weights(len(own), n_boot, seed, clusters)
-
-    def parts(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def parts(rs: Resample) -> tuple[np.ndarray, np.ndarray]:
         present = ~np.isnan(rest)
         with np.errstate(invalid="ignore", divide="ignore"):
-            pooled = (w @ np.where(present, rest, 0.0).sum(axis=0)) / (w @ present.sum(axis=0).astype(float))
-        return weighted_mean(own, w), pooled
+            pooled = rs.total(np.where(present, rest, 0.0).sum(axis=0)) / rs.total(present.sum(axis=0))
+        return weighted_mean(own, rs), pooled
 
-    ones = np.ones((1, len(own)))
-    point_own, point_rest = parts(ones)
-    reps_own, reps_rest = parts(weights)
+    point_own, point_rest = parts(Resample.identity(len(own)))
+    reps_own, reps_rest = parts(resample(len(own), n_boot, seed, clusters))
     n = int((~np.isnan(own)).sum())
     return {"self_preference": interval(point_own[0] - point_rest[0], reps_own - reps_rest, n, n_boot, seed, unit),
             "own_family_gap": interval(point_own[0], reps_own, n, n_boot, seed, unit),
@@ -87,12 +84,19 @@ def length_bias(scores: Any, lengths: Any, *, n_boot: int, seed: int, clusters: 
     keep = ~np.isnan(s) & (n_chars > 0)
     s, log_len = s[keep], np.log(n_chars[keep])
     labels = None if clusters is None else [c for c, k in zip(clusters, keep) if k]
-    weights = resample_weights(len(s), n_boot, seed, labels)
+    rs = resample(len(s), n_boot, seed, labels)
     ones = np.ones((1, len(s)))
+    blocks = np.array_split(np.arange(n_boot), max(1, n_boot * len(s) // BLOCK_CELLS))
 
-    def rho(w: np.ndarray) -> np.ndarray:   # in blocks of replicates: the ranks are (replicates x items)
-        return np.concatenate([weighted_pearson(weighted_ranks(s, b), weighted_ranks(log_len, b), b)
-                               for b in np.array_split(w, max(1, w.size // BLOCK_CELLS))])
-    return {"spearman_rho": interval(rho(ones)[0] if len(s) > 2 else np.nan, rho(weights), len(s), n_boot, seed, unit),
-            "slope_per_log_char": interval(weighted_slope(log_len, s, ones)[0] if len(s) > 2 else np.nan,
-                                           weighted_slope(log_len, s, weights), len(s), n_boot, seed, unit)}
+    def over_blocks(fn: Any) -> np.ndarray:   # item weights a block of replicates at a time
+        return np.concatenate([fn(rs.item_weights(rows)) for rows in blocks])
+
+    def rho(w: np.ndarray) -> np.ndarray:
+        return weighted_pearson(weighted_ranks(s, w), weighted_ranks(log_len, w), w)
+
+    def slope(w: np.ndarray) -> np.ndarray:
+        return weighted_slope(log_len, s, w)
+    enough = len(s) > 2
+    return {"spearman_rho": interval(rho(ones)[0] if enough else np.nan, over_blocks(rho), len(s), n_boot, seed, unit),
+            "slope_per_log_char": interval(slope(ones)[0] if enough else np.nan, over_blocks(slope), len(s), n_boot,
+                                           seed, unit)}

@@ -1,12 +1,12 @@
 """The judges' numbers: Krippendorff's alpha, each judge's offset from the panel, test-retest
 noise, Kendall's tau between two orders, and the weighted moments the bias statistics use.
 
-Every interval here comes from one resampler, :func:`resample_weights`: a replicate is a
-vector of item weights, each item weighted by how many times its cluster was drawn (whole
-clusters resampled with replacement; each item its own cluster by default). A statistic
-written as weighted sums over items is then exactly the statistic of the resampled data set,
-computed for all replicates at once (``weights @ per_item``), with no copy of the data per
-replicate. The interval is the 95 % percentile interval of the replicates, numpy's PCG64
+Every interval here comes from one resampler, :func:`resample`: a replicate counts how many
+times each cluster was drawn (whole clusters resampled with replacement; each item its own
+cluster by default), and each item counts its cluster's count. A statistic written as sums
+over items is then exactly the statistic of the resampled data set, computed for all
+replicates at once (:meth:`Resample.total`: per-cluster sums, then one matrix product), with
+no copy of the data per replicate. The interval is the 95 % percentile interval of the replicates, numpy's PCG64
 seeded with ``seed``; replicates where a statistic is undefined are left out.
 
 Lane E's ``core/clustered.py`` may provide the cluster resampler; this one is kept small
@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,27 +33,53 @@ from evalnb.core.stats import CONFIDENCE, Interval
 CLUSTER_METHOD = "percentile bootstrap over {unit}s (whole {unit}s resampled, one resample shared by every number)"
 
 
-def resample_weights(n_items: int, n_boot: int, seed: int, clusters: Sequence[Any] | None = None) -> np.ndarray:
-    """``(n_boot, n_items)`` item weights: per replicate, the clusters are drawn with
-    replacement (as many draws as clusters: a multinomial count per cluster) and each item is
-    weighted by its cluster's count. ``clusters`` labels each item (None: each item its own
-    cluster). Read-only, and kept for the next statistic over the same items and settings."""
-    return _weights(n_items, n_boot, seed, None if clusters is None else tuple(clusters))
+@dataclass(frozen=True)
+class Resample:
+    """Bootstrap replicates as cluster counts: ``weights[r, c]`` is how many times replicate r
+    drew cluster c; item i belongs to cluster ``of_item[i]`` and counts its cluster's count.
+    Sums over items are taken per cluster first (:meth:`total`), so memory is replicates x
+    clusters however many items (a pooled leaderboard of twenty models) the clusters hold."""
+
+    weights: np.ndarray   # (replicates, clusters)
+    of_item: np.ndarray   # (items,) -> cluster column
+
+    @classmethod
+    def identity(cls, n_items: int) -> Resample:
+        """One replicate that counts every item once: the statistic on the data itself."""
+        return cls(np.ones((1, n_items)), np.arange(n_items))
+
+    def total(self, per_item: Any) -> np.ndarray:
+        """Per replicate, sum_i (its cluster's count) x ``per_item[i]``."""
+        values = np.asarray(per_item, dtype=float)
+        return self.weights @ np.bincount(self.of_item, weights=values, minlength=self.weights.shape[1])
+
+    def item_weights(self, rows: Any = slice(None)) -> np.ndarray:
+        """(replicates, items) item weights, for ``rows`` of the replicates (for statistics that
+        are not sums over items: ranks)."""
+        return self.weights[rows][:, self.of_item]
 
 
-@functools.lru_cache(maxsize=4)
-def _weights(n_items: int, n_boot: int, seed: int, clusters: tuple[Any, ...] | None) -> np.ndarray:
+def resample(n_items: int, n_boot: int, seed: int, clusters: Sequence[Any] | None = None) -> Resample:
+    """``n_boot`` replicates: per replicate, the clusters drawn with replacement (as many draws
+    as clusters: a multinomial count per cluster), each item weighted by its cluster's count.
+    ``clusters`` labels each item (None: each item its own cluster). Kept for the next
+    statistic over the same items and settings (read-only)."""
+    return _resample(n_items, n_boot, seed, None if clusters is None else tuple(clusters))
+
+
+@functools.lru_cache(maxsize=2)
+def _resample(n_items: int, n_boot: int, seed: int, clusters: tuple[Any, ...] | None) -> Resample:
     labels = list(range(n_items)) if clusters is None else list(clusters)
     if len(labels) != n_items:
         raise ValueError(f"{len(labels)} cluster labels for {n_items} items")
     order = {label: i for i, label in enumerate(dict.fromkeys(labels))}
     c = len(order)
-    if c == 0:
-        return np.zeros((n_boot, 0))
-    counts = np.random.default_rng(seed).multinomial(c, np.full(c, 1 / c), size=n_boot).astype(float)
-    weights = counts if clusters is None else counts[:, [order[label] for label in labels]]
-    weights.setflags(write=False)
-    return weights
+    counts = (np.random.default_rng(seed).multinomial(c, np.full(c, 1 / c), size=n_boot).astype(float)
+              if c else np.zeros((n_boot, 0)))
+    of_item = np.array([order[label] for label in labels], dtype=np.intp)
+    counts.setflags(write=False)
+    of_item.setflags(write=False)
+    return Resample(counts, of_item)
 
 
 def percentile(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
@@ -78,10 +105,6 @@ def interval(point: Any, replicates: np.ndarray, n: int, n_boot: int, seed: int,
     return Interval(low, high, finite(point), n, n_boot, seed, method=CLUSTER_METHOD.format(unit=unit))
 
 
-def _ones(n: int) -> np.ndarray:
-    return np.ones((1, n))
-
-
 # --- Krippendorff's alpha, interval level -----------------------------------------------------------
 
 def _alpha_parts(matrix: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -97,18 +120,18 @@ def _alpha_parts(matrix: np.ndarray) -> tuple[np.ndarray, ...]:
     return m * keep, s1 * keep, s2 * keep, within
 
 
-def alpha_weighted(matrix: Any, weights: np.ndarray) -> np.ndarray:
+def alpha_weighted(matrix: Any, rs: Resample) -> np.ndarray:
     """Krippendorff's alpha (interval metric) of units x coders ``matrix`` (NaN: no value),
-    each unit counted ``weights`` times; one alpha per row of ``weights``.
+    each unit counted as the replicates of ``rs`` say; one alpha per replicate.
 
     D_o = (1/n) sum_u sum_{c != k in u} (c - k)^2 / (m_u - 1), D_e = sum over all pairs of
     pairable values of (c - k)^2 / (n (n - 1)), alpha = 1 - D_o / D_e (Krippendorff 2011,
     "Computing Krippendorff's alpha-reliability")."""
     m, s1, s2, within = _alpha_parts(np.asarray(matrix, dtype=float))
-    n = weights @ m
-    total1, total2 = weights @ s1, weights @ s2
+    n = rs.total(m)
+    total1, total2 = rs.total(s1), rs.total(s2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        observed = (weights @ within) / n
+        observed = rs.total(within) / n
         expected = 2 * (n * total2 - total1 * total1) / (n * (n - 1))
         return np.where(expected > 0, 1 - observed / expected, np.nan)
 
@@ -116,24 +139,24 @@ def alpha_weighted(matrix: Any, weights: np.ndarray) -> np.ndarray:
 def krippendorff_alpha(matrix: Any) -> float | None:
     """Alpha on the data itself (interval level); None when undefined (no variation)."""
     data = np.asarray(matrix, dtype=float)
-    return finite(alpha_weighted(data, _ones(len(data)))[0])
+    return finite(alpha_weighted(data, Resample.identity(len(data)))[0])
 
 
 def alpha_interval(matrix: Any, *, n_boot: int, seed: int, clusters: Sequence[Any] | None = None,
                    unit: str = "item") -> Interval:
     data = np.asarray(matrix, dtype=float)
-    weights = resample_weights(len(data), n_boot, seed, clusters)
-    return interval(krippendorff_alpha(data) if len(data) else math.nan, alpha_weighted(data, weights),
+    rs = resample(len(data), n_boot, seed, clusters)
+    return interval(krippendorff_alpha(data) if len(data) else math.nan, alpha_weighted(data, rs),
                     len(data), n_boot, seed, unit)
 
 
 # --- each judge against the panel ------------------------------------------------------------------
 
-def weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Per row of ``weights``, the weighted mean of ``values`` over its non-NaN entries."""
+def weighted_mean(values: np.ndarray, rs: Resample) -> np.ndarray:
+    """Per replicate, the mean of ``values`` over its non-NaN entries, as resampled."""
     present = ~np.isnan(values)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (weights @ np.where(present, values, 0.0)) / (weights @ present.astype(float))
+        return rs.total(np.where(present, values, 0.0)) / rs.total(present)
 
 
 def judge_offsets(matrix: Any, *, n_boot: int, seed: int, clusters: Sequence[Any] | None = None,
@@ -143,17 +166,17 @@ def judge_offsets(matrix: Any, *, n_boot: int, seed: int, clusters: Sequence[Any
     data = np.asarray(matrix, dtype=float)
     complete = ~np.isnan(data).any(axis=1)
     deviations = data - data.mean(axis=1, keepdims=True)   # NaN on every row a judge did not score
-    weights = resample_weights(len(data), n_boot, seed, clusters)
+    rs = resample(len(data), n_boot, seed, clusters)
     n = int(complete.sum())
-    return [interval(weighted_mean(deviations[:, j], _ones(len(data)))[0] if n else math.nan,
-                     weighted_mean(deviations[:, j], weights), n, n_boot, seed, unit)
+    return [interval(weighted_mean(deviations[:, j], Resample.identity(len(data)))[0] if n else math.nan,
+                     weighted_mean(deviations[:, j], rs), n, n_boot, seed, unit)
             for j in range(data.shape[1])]
 
 
 # --- test-retest: a one-way random-effects decomposition ----------------------------------------------
 
-def _variance_components(verdicts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(within-answer variance MSW, between-answer variance component) per row of weights,
+def _variance_components(verdicts: np.ndarray, rs: Resample) -> tuple[np.ndarray, np.ndarray]:
+    """(within-answer variance MSW, between-answer variance component) per replicate,
     from the one-way ANOVA of ``verdicts`` (answers x repeats, NaN: none) by answer, unbalanced
     repeats allowed (k0 of Searle, Casella and McCulloch 1992, section 3.6)."""
     present = ~np.isnan(verdicts)
@@ -161,14 +184,14 @@ def _variance_components(verdicts: np.ndarray, weights: np.ndarray) -> tuple[np.
     x = np.where(present, verdicts, 0.0)
     means = np.where(k > 0, x.sum(axis=1) / np.maximum(k, 1), 0.0)
     ss_within = np.where(present, (verdicts - means[:, None]) ** 2, 0.0).sum(axis=1)
-    answers = weights @ (k > 0).astype(float)
-    total_n = weights @ k
+    answers = rs.total(k > 0)
+    total_n = rs.total(k)
     with np.errstate(invalid="ignore", divide="ignore"):
-        msw = (weights @ ss_within) / (total_n - answers)
-        grand = (weights @ (k * means)) / total_n
-        ss_between = weights @ (k * means ** 2) - total_n * grand ** 2
+        msw = rs.total(ss_within) / (total_n - answers)
+        grand = rs.total(k * means) / total_n
+        ss_between = rs.total(k * means ** 2) - total_n * grand ** 2
         msb = ss_between / (answers - 1)
-        k0 = (total_n - (weights @ (k * k)) / total_n) / (answers - 1)
+        k0 = (total_n - rs.total(k * k) / total_n) / (answers - 1)
         between = np.maximum(0.0, (msb - msw) / k0)
     return msw, between
 
@@ -179,9 +202,8 @@ def retest(verdicts: Any, *, n_boot: int, seed: int, clusters: Sequence[Any] | N
     sqrt(MSW), and the share of its score variance that is judge noise, MSW / (MSW + sigma_b^2),
     each with an interval over answers."""
     data = np.asarray(verdicts, dtype=float)
-    point_w, point_b = _variance_components(data, _ones(len(data)))
-    weights = resample_weights(len(data), n_boot, seed, clusters)
-    reps_w, reps_b = _variance_components(data, weights)
+    point_w, point_b = _variance_components(data, Resample.identity(len(data)))
+    reps_w, reps_b = _variance_components(data, resample(len(data), n_boot, seed, clusters))
     with np.errstate(invalid="ignore", divide="ignore"):
         return {"retest_sd": interval(np.sqrt(point_w[0]), np.sqrt(reps_w), len(data), n_boot, seed, unit),
                 "noise_share": interval(point_w[0] / (point_w[0] + point_b[0]), reps_w / (reps_w + reps_b),
@@ -196,15 +218,15 @@ def panel_noise_share(per_judge: Sequence[Any], panel_scores: Any, *, n_boot: in
     scores = np.asarray(panel_scores, dtype=float)
     J = len(per_judge)
 
-    def share(weights: np.ndarray) -> np.ndarray:
-        noise = sum(_variance_components(np.asarray(v, dtype=float), weights)[0] for v in per_judge) / J ** 2
+    def share(rs: Resample) -> np.ndarray:
+        noise = sum(_variance_components(np.asarray(v, dtype=float), rs)[0] for v in per_judge) / J ** 2
         present = ~np.isnan(scores)
         x = np.where(present, scores, 0.0)
-        n = weights @ present.astype(float)
+        n = rs.total(present)
         with np.errstate(invalid="ignore", divide="ignore"):
-            var = (weights @ (x * x) - (weights @ x) ** 2 / n) / (n - 1)
+            var = (rs.total(x * x) - rs.total(x) ** 2 / n) / (n - 1)
             return noise / var
-    return interval(share(_ones(len(scores)))[0], share(resample_weights(len(scores), n_boot, seed, clusters)),
+    return interval(share(Resample.identity(len(scores)))[0], share(resample(len(scores), n_boot, seed, clusters)),
                     len(scores), n_boot, seed, unit)
 
 
