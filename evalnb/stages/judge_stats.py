@@ -104,7 +104,7 @@ def panel_statistics(config: Mapping[str, Any], results: ItemResults, lengths: M
         out["length"] = {label: {name: as_json(v) for name, v in judge_bias.length_bias(
             matrix[with_length, j], chars, n_boot=n_boot, seed=seed, clusters=sub, unit=unit).items()}
             for j, label in enumerate(labels)}
-    return out
+    return out if "alpha" in out or "length" in out else {}   # nothing applies: no section
 
 
 def scores_section(bench: Any, config: Mapping[str, Any], body: Mapping[str, Any],
