@@ -28,6 +28,8 @@ _EXPORTS = {
     **dict.fromkeys(("panel_reliability", "leave_one_judge_out"), "evalnb.stages.judge_panel"),
     **dict.fromkeys(("self_preference", "length_bias"), "evalnb.stages.judge_bias"),
     "panel_change": "evalnb.stages.panel_change",
+    **dict.fromkeys(("standard_errors", "pairwise"), "evalnb.stages.statistics"),
+    "plan": "evalnb.stages.planning",
     "show": "evalnb.stages.evidence",
     "about": "evalnb.stages.provenance",
     "batches_table": "evalnb.execution.batch.views",
@@ -37,9 +39,9 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
            "benchmark_figure", "benchmark_tables", "tasks", "open_compare", "leaderboard", "leaderboard_figure",
            "paired_differences", "repeats_table", "save_compare", "judge_means", "judge_agreement",
            "disagreements", "benchmark_analysis", "benchmark_compare_figure", "show",
-           "batches_table", "about", "latency_table", "reasoning_table", "run_reliability", "run_length_bias",
-           "judge_retest", "judge_retest_table", "panel_reliability", "leave_one_judge_out", "self_preference",
-           "length_bias", "panel_change"]   # the keys of _EXPORTS
+           "batches_table", "about", "latency_table", "reasoning_table", "standard_errors", "pairwise",
+           "plan", "run_reliability", "run_length_bias", "judge_retest", "judge_retest_table", "panel_reliability",
+           "leave_one_judge_out", "self_preference", "length_bias", "panel_change"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
     from evalnb.execution.batch.views import batches_table
@@ -53,7 +55,9 @@ if TYPE_CHECKING:
     from evalnb.stages.panel_change import panel_change
     from evalnb.stages.judge_panel import leave_one_judge_out, panel_reliability
     from evalnb.stages.judge_study import judge_retest, judge_retest_table, run_length_bias, run_reliability
+    from evalnb.stages.planning import plan
     from evalnb.stages.provenance import about
+    from evalnb.stages.statistics import pairwise, standard_errors
     from evalnb.stages.report import (benchmark_figure, benchmark_tables, breakdown, budget_table, headline,
                                judge_distributions, latency_table, reasoning_table, score_histogram, status_breakdown, tasks, usage_table)
 
