@@ -50,7 +50,7 @@ def gaps(cmp: Comparison, run: RunRecord, judge: str, ids: list[str]) -> np.ndar
 def item_ids(cmp: Comparison) -> tuple[list[str], list[Any] | None, str]:
     """Every compared item id (the first run's order, then any others), and their clusters."""
     ids = list(dict.fromkeys(i for run in cmp.runs for i in run.results(cmp.benchmark).ids))
-    clusters, unit = clusters_of(cmp.runs[0].results(cmp.benchmark), ids)
+    clusters, unit = clusters_of(cmp.runs[0].results(cmp.benchmark), ids, cmp.benchmark)
     return ids, clusters, unit
 
 
@@ -99,7 +99,7 @@ def length_bias(cmp: Comparison) -> pd.DataFrame | None:
         for run in cmp.runs:
             results = run.results(cmp.benchmark)
             ids = [i for i in results.ids if judge in (results.judges.get(i) or {}) and i in lengths[run.label]]
-            clusters, unit = clusters_of(results, ids)
+            clusters, unit = clusters_of(results, ids, cmp.benchmark)
             scores = [results.judges[i][judge] for i in ids]
             chars = [lengths[run.label][i] for i in ids]
             pooled["scores"] += scores

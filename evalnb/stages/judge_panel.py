@@ -60,7 +60,7 @@ def stacked(cmp: Comparison, runs: Sequence[RunRecord], labels: Sequence[str]) -
     for run in runs:
         results = run.results(cmp.benchmark)
         ids, matrix = judge_matrix(results, labels)
-        declared, unit = clusters_of(results, ids)
+        declared, unit = clusters_of(results, ids, cmp.benchmark)
         matrices.append(matrix)
         clusters += declared if declared is not None else ids
     return (np.vstack(matrices) if matrices else np.zeros((0, len(labels)))), clusters, unit

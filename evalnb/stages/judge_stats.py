@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from evalnb.benchmarks.base import cluster_noun
 from evalnb.core import judge_bias, reliability
 from evalnb.core.estimates import estimate_text
 from evalnb.core.records import read_json_if_exists
@@ -48,13 +49,13 @@ def judge_family(config: Mapping[str, Any], label: str) -> str | None:
     return None
 
 
-def clusters_of(results: ItemResults, ids: Sequence[str]) -> tuple[list[Any] | None, str]:
-    """Each item's cluster and what a cluster is called, where the benchmark declares them;
-    else (None, the item noun): each item its own cluster."""
+def clusters_of(results: ItemResults, ids: Sequence[str], bench: Any = None) -> tuple[list[Any] | None, str]:
+    """Each item's cluster and what a cluster is (the benchmark's ``CLUSTER_NOUN``), where the
+    benchmark declares them; else (None, the item noun): each item its own cluster."""
     declared: Mapping[str, Any] = getattr(results, "clusters", None) or {}
     if declared and all(i in declared for i in ids):
-        return [declared[i] for i in ids], "cluster"
-    return None, "item"
+        return [declared[i] for i in ids], cluster_noun(bench) if bench is not None else "cluster"
+    return None, str(getattr(bench, "ITEM_NOUN", "item"))
 
 
 def judge_matrix(results: ItemResults, labels: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -82,13 +83,13 @@ def as_json(interval: Interval) -> dict[str, Any]:
 
 
 def panel_statistics(config: Mapping[str, Any], results: ItemResults, lengths: Mapping[str, int], *,
-                     n_boot: int, seed: int) -> dict[str, Any]:
+                     n_boot: int, seed: int, bench: Any = None) -> dict[str, Any]:
     """The run's judge statistics (empty when none applies)."""
     labels = judge_labels(results)
     if not labels:
         return {}
     ids, matrix = judge_matrix(results, labels)
-    clusters, unit = clusters_of(results, ids)
+    clusters, unit = clusters_of(results, ids, bench)
     out: dict[str, Any] = {"judges": [{"judge": label, "family": judge_family(config, label)} for label in labels],
                            "n_boot": n_boot, "seed": seed, "resampled": unit,
                            "method": reliability.CLUSTER_METHOD.format(unit=unit)}
@@ -113,7 +114,7 @@ def scores_section(bench: Any, config: Mapping[str, Any], body: Mapping[str, Any
     applies. Computed from the body and the stores alone (so ``evalnb verify`` recomputes it)."""
     results = bench.results(body)
     stats = panel_statistics(config, results, response_lengths(generate),
-                             n_boot=int(config.get("n_boot", 10_000)), seed=int(config.get("seed", 0)))
+                             n_boot=int(config.get("n_boot", 10_000)), seed=int(config.get("seed", 0)), bench=bench)
     return {SECTION: stats} if stats else {}
 
 
