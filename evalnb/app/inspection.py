@@ -43,6 +43,9 @@ def estimate_command(params: Path, sets: Sequence[str], wide: bool = False) -> i
     if not wide:
         _note(wide, "cost (max): input at its estimate and every output budget used, at the live price; "
               "--wide for every column (batch prices, rate-limit minutes, measured latency).")
+    if config.judge_retest:
+        _note(wide, "judge_retest: the retest study's calls (sample x repeats per judge call of a sampled answer), made "
+              "once the protocol is complete; before the run, drawn as if every in-scope answer were judged.")
     if wide and any(r["measured_calls"] for r in rows):
         _note(wide, "Measured: measured_median_s from this run's finished calls; est_minutes_measured at that median "
               "with the endpoint's concurrency; est_output_tokens_measured at their mean output.")

@@ -108,7 +108,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             if args.command == "compare":
                 return compare.compare_command(args.runs, args.out, args.params,
                                                {"n_boot": args.n_boot, "seed": args.seed,
-                                                "threshold": args.threshold})
+                                                "threshold": args.threshold,
+                                                "panels": [[str(Path(r).resolve()) for r in side.split(",") if r]
+                                                           for side in args.panels] if args.panels else None})
             return compare.render_command(args.folder, args.no_input)
         if args.command == "status":
             from evalnb.app.status import status_command

@@ -72,6 +72,7 @@ class Comparison:
     alpha: float = 0.05             # the level of the pairwise verdicts (after Holm)
     power: float = 0.8              # the power of the minimum detectable differences
     _joint: joint_stats.Joint | None = field(default=None, repr=False)
+    panel_b: list[RunRecord] | None = None   # compare --panels: the same contestants under a second panel (panel_change)
 
     @property
     def name(self) -> str:
@@ -100,14 +101,18 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
                                       f"differ (first -> second):\n{detail}\nThe protocol forbids mixing such scores.")
 
 
-def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
+def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any] = (), out: str | Path | None = None, *,
                  n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
-                 suite: Mapping[str, Any] | None = None, alpha: float = 0.05, power: float = 0.8) -> Comparison:
+                 suite: Mapping[str, Any] | None = None, alpha: float = 0.05, power: float = 0.8,
+                 panels: Sequence[Sequence[str | Path]] | None = None) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
     ``evalnb compare`` injects into the notebook); or a compare parameters file
     (``params/compare_example.yaml``), whose relative paths are relative to the file.
+    ``panels``: instead of ``runs``, two lists of runs, the same contestants scored by two
+    panels (:mod:`evalnb.stages.panel_change`): the first list is the comparison, the second
+    is shown only beside it, never in its leaderboard.
     """
     if isinstance(runs, (str, Path)):
         return open_compare(compare_params(Path(runs)))
@@ -116,8 +121,28 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     for key, value in (("alpha", alpha), ("power", power)):   # the pairwise verdicts' level and the MDE's power
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
             raise ConfigError(f"compare: {key}: expected a number strictly between 0 and 1, got {value!r}")
-    if len(runs) < (1 if suite else 2):   # a suite's provisional leaderboard may hold one run
+    if panels:
+        if runs or len(panels) != 2:
+            raise ConfigError("compare: panels: give two lists of runs (and no other runs): the same contestants "
+                              "scored by two panels")
+        runs = panels[0]
+    if len(runs) < (1 if suite or panels else 2):   # a suite's provisional leaderboard, or one model's panel change
         raise ConfigError("compare: give at least two run directories")
+    records, bench = comparable_runs(runs)
+    if suite:   # shown in the notebook, above the leaderboard
+        print(suite_banner(suite))
+    cmp = Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
+                     suite=dict(suite) if suite else None, alpha=alpha, power=power)
+    if panels:
+        cmp.panel_b, other = comparable_runs(panels[1])
+        if other is not bench:
+            raise ConfigError("compare: panels: the two panels scored runs of different benchmarks")
+        check_comparable([records[0], cmp.panel_b[0]], ("tasks",))   # the same items, whatever scored them
+    return cmp
+
+
+def comparable_runs(runs: Sequence[str | Path]) -> tuple[list[RunRecord], type[Benchmark]]:
+    """The runs loaded, checked comparable, and labelled; their benchmark."""
     dirs = [Path(r).resolve() for r in runs]
     if twice := sorted({str(d) for d in dirs if dirs.count(d) > 1}):   # a paired difference of 0 by construction
         raise ConfigError(f"compare: {twice[0]} is given twice; a run compared with itself says nothing: give different runs")
@@ -135,10 +160,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
         label = r.model if models.count(r.model) == 1 else f"{r.model} ({r.dir.name})"
         labels.append(label if label not in labels else f"{label} #{i + 1}")
         r.label = labels[-1] + (OFFLINE_MARK if r.offline else "")
-    if suite:   # shown in the notebook, above the leaderboard
-        print(suite_banner(suite))
-    return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
-                      suite=dict(suite) if suite else None, alpha=alpha, power=power)
+    return records, bench
 
 
 def suite_banner(suite: Mapping[str, Any]) -> str:
@@ -157,6 +179,8 @@ def compare_params(path: Path) -> dict[str, Any]:
     path = path.expanduser().resolve()
     config = read_params_file(path)
     config["runs"] = [str((path.parent / r).resolve()) for r in config.get("runs") or []]
+    if config.get("panels"):
+        config["panels"] = [[str((path.parent / r).resolve()) for r in side] for side in config["panels"]]
     config["out"] = str((path.parent / (config.get("out") or "outputs/compare")).resolve())   # as `evalnb compare --params`
     return config
 
@@ -289,6 +313,8 @@ def save_compare(cmp: Comparison) -> Path:
         "benchmark": cmp.name, "runs": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256"),
                                          "offline": r.offline} for r in cmp.runs],
         **({"suite": cmp.suite} if cmp.suite else {}),
+        **({"panel_b": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256")}
+                        for r in cmp.panel_b]} if cmp.panel_b else {}),
         "comparable_parts": list(cmp.benchmark.COMPARABLE_PARTS), "n_boot": cmp.n_boot, "seed": cmp.seed,
         "tables": {name: json.loads(table.reset_index().to_json(orient="records")) for name, table in cmp.tables.items()}})
     return cmp.out / "compare.json"

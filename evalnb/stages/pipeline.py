@@ -41,6 +41,7 @@ from evalnb.execution.budget import Budget
 from evalnb.execution.budget_views import budget_summary
 from evalnb.core.latency import latency_summary
 from evalnb.core.reasoning import reasoning_summary
+from evalnb.stages import judge_retest, judge_stats
 
 if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
     import pandas as pd
@@ -355,16 +356,20 @@ def scores_document(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dic
     """The body of scores.json, from the stores and the run's inputs only (no time, no path
     but those the parameters hold)."""
     body = run.benchmark.score(stores["generate"], stores["judge"])
+    # The judges' statistics and the retest study: beside the protocol's numbers, never in them.
+    retests = judge_retest.store_records(run.dir) if run.config.judge_retest else {}
     return {
         "benchmark": run.config.benchmark, "run_name": run.config.run_name,
         "offline": run.config.offline,
         **({"label": OFFLINE_LABEL} if run.config.offline else {}),
         **body,   # a benchmark may label its own approximations (offline: true, label)
         "fingerprint": run.fingerprint,
-        "usage": usage_by_stage(run.config, stores),
+        "usage": usage_by_stage(run.config, {**stores, **({judge_retest.STAGE: retests} if retests else {})}),
         **({"budget": spend} if (spend := budget_summary(run.config)) else {}),
         "latency": latency_summary(endpoint_names(run.config), stores),
         "reasoning": reasoning_summary(endpoint_names(run.config), stores),
+        **judge_stats.scores_section(type(run.benchmark), run.config.to_dict(), body, stores["generate"]),
+        **judge_retest.scores_section(run.config, stores["judge"], retests),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
     }
