@@ -72,6 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmp_p.add_argument("--n-boot", type=int, dest="n_boot")
     cmp_p.add_argument("--seed", type=int)
     cmp_p.add_argument("--threshold", type=float, help="judges disagree above this difference (0.2)")
+    cmp_p.add_argument("--max-failed", type=float, dest="max_failed", metavar="SHARE",
+                       help="refuse a run more than this share of whose items failed (0.5; one all failed is "
+                            "always refused)")
     status_p = sub.add_parser("status", help="a run's state and its batches (batch mode), read from the run "
                                              "directory without touching anything")
     status_p.add_argument("run_dir", type=Path)
@@ -123,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "compare":
                 return compare.compare_command(args.runs, args.out, args.params,
                                                {"n_boot": args.n_boot, "seed": args.seed,
-                                                "threshold": args.threshold})
+                                                "threshold": args.threshold, "max_failed": args.max_failed})
             return compare.render_command(args.folder, args.no_input)
         if args.command == "status":
             from evalnb.app.run import status_command

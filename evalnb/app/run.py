@@ -20,7 +20,7 @@ from evalnb.app.kernels import also_import, execute_stage, start_run_kernel, sto
 from evalnb.app.suite_state import SUITE_JSON
 from evalnb.app.suite_state import status_text as suite_status
 from evalnb.app.notebooks import _yield_cpu, failure_cause, notebook_for, redact_notebook, render_html
-from evalnb.core.errors import ConfigError
+from evalnb.core.errors import ConfigError, EndpointFailure
 from evalnb.core.lock import TOKEN_ENV
 from evalnb.core.manifest import update_manifest
 from evalnb.core.records import read_json_if_exists
@@ -30,6 +30,13 @@ from evalnb.execution.batch.journal import JOURNAL_NAME
 from evalnb.execution.batch.views import status_text, waiting_line
 from evalnb.execution.budget_views import refusal_line, status_lines
 from evalnb.providers import modules_for
+from evalnb.stages.failure_summary import failure_summary, incomplete_line, summary_lines
+
+
+def failure_lines(run_dir: Path) -> list[str]:
+    """``evalnb status``'s lines on why calls failed (evalnb.stages.failure_summary), or none."""
+    summary = failure_summary(run_dir)
+    return ["failures (latest record of each call, by stage and endpoint):", *summary_lines(summary)] if summary else []
 
 
 def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str],
@@ -81,8 +88,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
         if waiting:
             print(f"evalnb: {waiting}", file=sys.stderr)
         else:
-            print(f"evalnb: resumable work remains {status.get('resumable')}; run the same "
-                  "command again to resume", file=sys.stderr)
+            print(f"evalnb: {incomplete_line(run.dir)}", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_ERROR
 
@@ -102,6 +108,8 @@ def status_command(run_dir: Path) -> int:
         print(suite_status(run_dir.resolve()))
         return EXIT_OK
     print("\n".join([status_text(run_dir.resolve()), *status_lines(run_dir.resolve())]))
+    if failures := failure_lines(run_dir.resolve()):
+        print("\n".join(failures))
     return EXIT_OK
 
 
@@ -123,6 +131,9 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any) -> bool:
             except PapermillExecutionError as e:
                 redact_notebook(output)
                 render_html(output)
+                if e.ename == EndpointFailure.__name__:   # reading 30: its own one line, no "stage failed"
+                    print(f"evalnb: {redact(' '.join(str(e.evalue).split()))}", file=sys.stderr)
+                    return True
                 print(f"evalnb: {stage} stage failed: {failure_cause(output, e)} (record: {output})",
                       file=sys.stderr)
                 return True

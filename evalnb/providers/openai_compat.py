@@ -13,7 +13,7 @@ import openai
 from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
                                    http_error, malformed_reply, rate_limit_headers, reply_shape,
                                    retry_after_seconds, shared_tls_context,
-                                   status_of, unreadable_reply)
+                                   status_of, transport_error, unreadable_reply)
 from evalnb.providers.openai_stream import read_stream, reasoning_of
 from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
@@ -27,10 +27,12 @@ def sdk_error(error: Exception) -> ProviderError:
         message = (detail.get("message") if isinstance(detail, dict) else None) or str(error)
         code = getattr(error, "code", None) or (detail.get("code") if isinstance(detail, dict) else None)
         response = getattr(error, "response", None)
+        error_type = detail.get("type") if isinstance(detail, dict) else None
         return http_error(status, str(message), code=str(code) if code else None,
-                          retry_after=retry_after_seconds(getattr(response, "headers", None), body))
+                          retry_after=retry_after_seconds(getattr(response, "headers", None), body),
+                          error_type=str(error_type) if error_type else None)
     # Timeouts and connection failures carry no status: always worth another attempt.
-    return ProviderError("transient", f"{type(error).__name__}: {error}")
+    return transport_error(error)
 
 
 def usage_of(usage: Any) -> Usage | None:

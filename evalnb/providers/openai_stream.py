@@ -24,7 +24,7 @@ import openai
 from openai._models import construct_type
 from openai.types.chat import ChatCompletion
 
-from evalnb.providers.base import ProviderError, malformed_reply, unreadable_reply
+from evalnb.providers.base import ProviderError, malformed_reply, transport_error, unreadable_reply
 from evalnb.providers.streaming import EventSplitter, StreamedReply, StreamSettings, StreamWatch
 
 
@@ -37,7 +37,7 @@ def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception
             return api_error(error)
         if isinstance(error, ValueError):   # JSONDecodeError
             return unreadable_reply(error)
-        return ProviderError("transient", f"{type(error).__name__}: {error}")
+        return transport_error(error)
     return classify
 
 

@@ -25,6 +25,7 @@ from evalnb.core.errors import ConfigError, FingerprintMismatch
 from evalnb.core.fingerprint import short_json
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.tables import readable
+from evalnb.stages.failure_summary import DEFAULT_MAX_FAILED, did_not_run, failed_items, incomplete_cause
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -79,7 +80,8 @@ def load_run(path: Path) -> RunRecord:
     if scores is None:
         raise ConfigError(f"{path}: no scores.json; run the aggregate stage first")
     if not scores["complete"]:
-        raise ConfigError(f"{path}: the run is incomplete (resumable work remains); finish it first")
+        raise ConfigError(f"{path}: the run is incomplete (resumable work remains: {incomplete_cause(path)}); "
+                          "finish it first")
     return RunRecord(path, scores, read_json_if_exists(path / "fingerprint.json") or {},
                      read_json_if_exists(path / "manifest.json") or {})
 
@@ -99,12 +101,14 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
 
 def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
                  n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
-                 suite: Mapping[str, Any] | None = None) -> Comparison:
+                 suite: Mapping[str, Any] | None = None, max_failed: float = DEFAULT_MAX_FAILED) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
     ``evalnb compare`` injects into the notebook); or a compare parameters file
     (``params/compare_example.yaml``), whose relative paths are relative to the file.
+    A run that did not run (all, or more than ``max_failed`` of its items failed) is refused
+    (:func:`evalnb.stages.failure_summary.did_not_run`).
     """
     if isinstance(runs, (str, Path)):
         return open_compare(compare_params(Path(runs)))
@@ -119,6 +123,9 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     if len(set(classes.values())) > 1:
         raise ConfigError(f"compare: runs of different benchmarks ({', '.join(sorted(classes))})")
     bench = next(iter(classes.values()))
+    for record in records:
+        if refusal := did_not_run(record.dir, record.results(bench).statuses, max_failed):
+            raise ConfigError(refusal)
     check_comparable(records, bench.COMPARABLE_PARTS)
     models = [r.model for r in records]
     labels: list[str] = []
@@ -171,11 +178,13 @@ def headline_metrics(cmp: Comparison) -> list[Metric]:
 
 def leaderboard(cmp: Comparison) -> pd.DataFrame:
     """Models sorted by the first headline metric, every declared metric with its seeded
-    percentile bootstrap interval (the same procedure and metrics as each run's own report)."""
+    percentile bootstrap interval (the same procedure and metrics as each run's own report);
+    ``n`` its items, ``failed`` how many of them ended in a failure (scored 0)."""
     rows = []
     for run in cmp.runs:
+        results = run.results(cmp.benchmark)
         row: dict[str, Any] = {"model": run.label, "run": run.scores["run_name"], "offline": run.offline,
-                               "n": len(run.results(cmp.benchmark).ids)}
+                               "n": len(results.ids), "failed": failed_items(results.statuses)}
         for name, interval in intervals(cmp, run).items():
             row[name] = interval.mean
             if interval.method != "no interval":

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-
 from evalnb import config as cfg
 from evalnb.stages.accounting import endpoint_names, usage_by_stage
 from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
 from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.core import lock
-from evalnb.core.errors import ConfigError
+from evalnb.core.errors import ConfigError, EndpointFailure
 from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
@@ -37,6 +37,8 @@ from evalnb.execution.batch.views import stage_manifest
 from evalnb.execution.runner import run_blocking
 from evalnb.core.progress import say
 from evalnb.stages.stage_outcome import outcome_line
+from evalnb.stages.failure_summary import (failure_summary, no_answer_line, stop_line, stopped_since, summary_lines,
+                                           summary_table)
 from evalnb.execution.budget import Budget
 from evalnb.execution.budget_views import budget_summary
 from evalnb.core.latency import latency_summary
@@ -195,18 +197,23 @@ def check_keys(config: RunConfig, model: bool = True) -> None:
 # --- running calls ----------------------------------------------------------------------------
 
 def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig],
-           done: Any) -> Counter[str]:
-    started = utc_now()
+           done: Any) -> str | None:
+    """Run the stage's calls and record them; the one line of an endpoint failure of this
+    pass (reading 30), to be raised once the stage has written what it writes, or None."""
+    started, since = utc_now(), time.time()
     store = JsonlStore(run.path(f"{name}.jsonl"))
     counts = run_blocking(lambda: run_stage_calls(
         calls, endpoints, store, run.dir, policy=run.config.retry, concurrency=run.config.concurrency, done=done,
         stage=name, budget=Budget.open(run.config)))   # the ceiling, with what the records say is spent
     say(outcome_line(name, len(calls), counts, _calls_in_flight(run, name)))
+    if failures := failure_summary(run.dir, (name,)):   # why, per endpoint and cause
+        say("\n".join(summary_lines(failures)))
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir), stages={name: {
         "started_at": started, "finished_at": utc_now(), "calls": len(calls),
         "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}},
         routes=routes(run, stage_records(run)))
-    return counts
+    stopped, stored = stopped_since(failures, since), store.load()
+    return stop_line(stopped, sum(not (c.key in stored and done(stored[c.key])) for c in calls)) if stopped else None
 
 
 def _calls_in_flight(run: Run, name: str) -> int:
@@ -243,16 +250,22 @@ def generate(run: Run) -> pd.DataFrame:
         print(f"{label}: {value}")
     calls = run.benchmark.generation_calls()
     endpoints = {"model": run.config.model} if run.benchmark.calls_model else {}   # imported answers: no client
-    _stage(run, "generate", calls, endpoints, run.benchmark.generation_done)
+    stopped = _stage(run, "generate", calls, endpoints, run.benchmark.generation_done)
     write_responses(run)
+    if stopped:   # reading 30: the run goes no further (exit 1), its items unanswered
+        raise EndpointFailure(stopped)
     return status_table(run)
 
 
 @_writes("evalnb.judge")
 def judge(run: Run) -> pd.DataFrame:
     """Stage 2: every configured judge grades every answer it has not yet graded."""
+    if nothing := no_answer_line(run.dir):
+        say(f"judge: {nothing}")
     calls = run.benchmark.judge_calls(responses(run))
-    _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
+    stopped = _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
+    if stopped:   # reading 30: the run goes no further (exit 1), those judgements not made
+        raise EndpointFailure(stopped)
     return judge_status_table(judgements(run).values(), judge_names(run))
 
 
@@ -333,6 +346,9 @@ def aggregate(run: Run) -> pd.DataFrame:
                     **({"budget": scores["budget"]} if "budget" in scores else {}),
                     stores={stage: store_digest(run.path(f"{stage}.jsonl")) for stage in stores})
     write_evidence(run, stores, scores)
+    if nothing := no_answer_line(run.dir):   # no headline of nothing: say why instead
+        say(f"aggregate: {nothing}")
+        return summary_table(run.dir)
     return headline_table(scores)
 
 

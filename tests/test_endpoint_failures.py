@@ -1,0 +1,130 @@
+"""Reading 30: an endpoint that refuses for reasons of its own has not answered, and a request
+that never reached the provider is transient and not billed.
+
+Through the real SDKs against tests/fakeserver.py, which answers each refusal in its API's own
+wire format (``endpoint_error``): the kind of failure at the provider, then the runner's stop
+(no further request reaches the fake), then whole stages through the library functions (no
+kernel), with a fixed endpoint's rerun equal to a fault-free run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import evalnb
+from evalnb.core.errors import EndpointFailure
+from evalnb.core.records import JsonlStore, read_lines
+from evalnb.core.run_config import EndpointConfig
+from evalnb.providers import make_provider
+from evalnb.providers.base import ChatRequest
+from evalnb.providers.retry import Outcome, RetryPolicy, call_with_retries
+from tests.conftest import deterministic_responder, openai_params
+from tests.fakeserver import (ENDPOINT_ERROR_KINDS, Error, FakeLLMServer, RecordedRequest, Refusal, Reply,
+                              Text, endpoint_error, gemini_rate_limit)
+from tests.test_resume_kill import numbers
+
+SDKS = ("openai", "anthropic", "gemini")
+POLICY = RetryPolicy(max_retries=5, base_delay=0.01, max_delay=0.02, retry_after_cap=0.05)
+CAUSES = {"401": "authentication", "403": "permission", "404": "model or route not found",
+          "402": "billing or quota", "quota": "billing or quota"}
+
+
+def endpoint(sdk: str, url: str, **extra: Any) -> EndpointConfig:
+    base = f"{url}/v1" if sdk == "openai" else url
+    return EndpointConfig(provider=sdk, name="contestant-x", base_url=base, concurrency=1, timeout=10.0, **extra)
+
+
+def outcome(ep: EndpointConfig, policy: RetryPolicy = POLICY) -> Outcome:
+    async def go() -> Outcome:
+        provider = make_provider(ep)
+        assert provider is not None
+        try:
+            return await call_with_retries(provider, ChatRequest("q", 10), policy, random.Random(0))
+        finally:
+            await provider.aclose()
+    return asyncio.run(go())
+
+
+# --- the provider: which failures are the endpoint's --------------------------------------------
+
+@pytest.mark.parametrize("kind", ENDPOINT_ERROR_KINDS)
+@pytest.mark.parametrize("sdk", SDKS)
+def test_an_endpoint_refusal_is_of_kind_endpoint_and_never_retried(server: FakeLLMServer, sdk: str,
+                                                                   kind: str) -> None:
+    server.queue(endpoint_error(kind, sdk))
+    result = outcome(endpoint(sdk, server.url))
+    assert result.completion is None and result.error is not None
+    assert (result.error.kind, result.error.cause) == ("endpoint", CAUSES[kind])
+    assert result.attempts == 1 and server.count() == 1
+    assert result.error.message.startswith(f"HTTP {endpoint_error(kind, sdk).status}: ")
+    assert endpoint_error(kind, sdk).message in result.error.message
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("sdk", SDKS)
+def test_a_route_the_endpoint_does_not_have_is_an_endpoint_failure(server: FakeLLMServer, sdk: str,
+                                                                    stream: bool) -> None:
+    """A proxy in front that does not route the call's path (Gemini's :streamGenerateContent)."""
+    server.unrouted = re.compile(r"(?i)generateContent|/v1/(messages|chat/completions)")
+    result = outcome(endpoint(sdk, server.url, stream=stream))
+    assert result.error is not None and (result.error.kind, result.error.status_code) == ("endpoint", 404)
+    assert result.error.cause == "model or route not found"
+    assert server.unrouted_count == 1
+
+
+@pytest.mark.parametrize(("sdk", "reply", "kind"), [
+    ("openai", Error(400, "Invalid value for 'temperature'", code="invalid_value"), "permanent"),
+    ("anthropic", Error(400, "prompt is too long: 300000 tokens > 200000 maximum"), "permanent"),
+    ("gemini", Error(400, "The input token count (3000000) exceeds the maximum number of tokens allowed "
+                          "(1048576)."), "permanent"),
+    ("openai", Error(413, "Request too large"), "permanent"),
+    ("openai", Error(422, "Unprocessable"), "permanent"),
+    ("openai", Error(429, "Rate limit reached", code="rate_limit_exceeded"), "transient"),
+    ("gemini", gemini_rate_limit(), "transient"),   # RESOURCE_EXHAUSTED of a per-minute quota
+])
+def test_the_items_own_4xx_keep_their_meaning(server: FakeLLMServer, sdk: str, reply: Error, kind: str) -> None:
+    server.queue(reply)
+    result = outcome(endpoint(sdk, server.url), RetryPolicy(max_retries=0))
+    assert result.error is not None and result.error.kind == kind and result.error.cause is None
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+def test_a_content_filter_is_still_a_refusal(server: FakeLLMServer, sdk: str) -> None:
+    server.queue(Refusal())
+    result = outcome(endpoint(sdk, server.url))
+    assert result.completion is not None and result.completion.status == "refused"
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("sdk", SDKS)
+def test_a_refused_connection_is_named_transient_and_never_reached(sdk: str, stream: bool) -> None:
+    port = free_port()
+    result = outcome(endpoint(sdk, f"http://127.0.0.1:{port}", stream=stream), RetryPolicy(max_retries=1,
+                                                                                          base_delay=0.01))
+    assert result.error is not None and result.error.kind == "transient"
+    assert result.error.message == f"connection refused: 127.0.0.1:{port}"
+    assert result.error.code == "connection_refused" and not result.error.reached
+    assert result.attempts == 2 and result.failed_usage == []   # nothing to bill, for either attempt
+    assert result.retried_errors == [f"connection refused: 127.0.0.1:{port}"]
+
+
+def test_a_name_that_does_not_resolve_is_a_dns_failure() -> None:
+    result = outcome(endpoint("openai", "http://no-such-host.invalid"), RetryPolicy(max_retries=0))
+    assert result.error is not None and result.error.code == "dns_failure" and not result.error.reached
+    assert "no-such-host.invalid" in result.error.message and result.failed_usage == []
