@@ -22,14 +22,14 @@ import pytest
 
 import evalnb
 from evalnb.core.errors import EndpointFailure
-from evalnb.core.records import JsonlStore, read_lines
+from evalnb.core.records import read_lines
 from evalnb.core.run_config import EndpointConfig
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest
 from evalnb.providers.retry import Outcome, RetryPolicy, call_with_retries
 from tests.conftest import deterministic_responder, openai_params
 from tests.fakeserver import (ENDPOINT_ERROR_KINDS, Error, FakeLLMServer, RecordedRequest, Refusal, Reply,
-                              Text, endpoint_error, gemini_rate_limit)
+                              endpoint_error, gemini_rate_limit)
 from tests.test_resume_kill import numbers
 
 SDKS = ("openai", "anthropic", "gemini")
@@ -128,3 +128,90 @@ def test_a_name_that_does_not_resolve_is_a_dns_failure() -> None:
     result = outcome(endpoint("openai", "http://no-such-host.invalid"), RetryPolicy(max_retries=0))
     assert result.error is not None and result.error.code == "dns_failure" and not result.error.reached
     assert "no-such-host.invalid" in result.error.message and result.failed_usage == []
+
+
+# --- the stage: the first refusal stops that endpoint; the items stay unanswered -----------------
+
+class Breaking:
+    """The deterministic endpoint of tests.conftest, whose ``model`` refuses every request from
+    its ``after + 1``-th on (``reply``) until :attr:`fixed`; counts the requests that reach it."""
+
+    def __init__(self, model: str, after: int, reply: Callable[[], Reply]) -> None:
+        self.model, self.after, self.reply = model, after, reply
+        self.fixed = False
+        self.seen = 0
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        if request.model == self.model:
+            self.seen += 1
+            if not self.fixed and self.seen > self.after:
+                return self.reply()
+        return deterministic_responder(request)
+
+
+def run_stages(params: dict[str, Any]) -> EndpointFailure | None:
+    """generate, judge, aggregate as the notebooks call them; the endpoint failure that ended
+    them, if one did."""
+    run = evalnb.open_run(params)
+    try:
+        for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
+            stage(run)
+    except EndpointFailure as failure:
+        return failure
+    finally:
+        run.close()
+    return None
+
+
+@pytest.fixture(scope="module")
+def fault_free(tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """The numbers of the same run with nothing failing."""
+    with FakeLLMServer() as server:
+        server.responder = deterministic_responder
+        params = openai_params(tmp_path_factory.mktemp("fault-free"), server.url, concurrency=1)
+        assert run_stages(params) is None
+        return numbers(Path(params["output_dir"]))
+
+
+ROLES = {"contestant": ("contestant-x", "generate", "model"), "judge": ("judge-2", "judge", "judge2")}
+CASES = [(role, kind, 0) for role in ROLES for kind in (*ENDPOINT_ERROR_KINDS, "route")] + \
+        [(role, kind, 5) for role in ROLES for kind in ("401", "quota")]
+
+
+@pytest.mark.parametrize(("role", "kind", "after"), CASES, ids=lambda v: str(v))
+def test_an_endpoint_failure_stops_its_calls_scores_nothing_and_the_fixed_rerun_equals_a_fault_free_run(
+        tmp_path: Path, fault_free: tuple, role: str, kind: str, after: int) -> None:
+    model, stage, record_role = ROLES[role]
+    with FakeLLMServer() as server:
+        breaking = Breaking(model, after, lambda: Error(404, "Not Found") if kind == "route"
+                            else endpoint_error(kind, "openai"))
+        server.responder = breaking
+        params = openai_params(tmp_path, server.url, concurrency=1)
+        failure = run_stages(params)
+        run_dir = Path(params["output_dir"])
+
+        assert failure is not None
+        assert breaking.seen == after + 1   # not one request to that endpoint after its refusal
+        line = str(failure)
+        assert "\n" not in line
+        assert f"the {stage} endpoint {record_role} (openai {model} at {server.url}/v1) refused the request: HTTP " \
+               in line
+        assert "nothing was scored" in line and "run the same command again to resume" in line
+        assert not (run_dir / "status.json").exists() and not (run_dir / "scores.json").exists()
+        kept = [r for r in read_lines(run_dir / f"{stage}.jsonl") if r["status"] == "failed_endpoint"]
+        assert [r["endpoint"] for r in kept] == [record_role]
+        assert kept[0]["error"]["kind"] == "endpoint" and kept[0]["attempts"] == 1
+        every = [r for name in ("generate", "judge") for r in read_lines(run_dir / f"{name}.jsonl")]
+        assert not [r for r in every if r["status"] == "failed_permanent"]
+        if stage == "generate":   # the judges never saw a call
+            assert server.count(model="judge-1") == 0
+            responses = json.loads((run_dir / "responses.json").read_text())["records"]
+            assert sum(r["status"] == "pending" for r in responses) == len(responses) - after
+        else:   # the other judges of the panel finished their calls
+            answered = sum(r["status"] == "ok" for r in read_lines(run_dir / "generate.jsonl"))
+            assert server.count(model="judge-1") == server.count(model="judge-3") == answered
+
+        breaking.fixed = True
+        assert run_stages(params) is None
+        assert json.loads((run_dir / "status.json").read_text())["state"] == "complete"
+        assert numbers(run_dir) == fault_free

@@ -129,6 +129,7 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
                 try:
                     record = await _run_one(call, provider, policy, rng)
                 except EndpointStopped:   # its endpoint stopped meanwhile: no record, pending
+                    statuses["not_sent"] += 1
                     return
                 except NotSent:   # stays resumable work: no record
                     not_sent.append(call.key)
@@ -155,6 +156,8 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
             ticker.cancel()
         bar.close()
         store.close()
+    if left := sum(len(q) for q in queues.values()):   # never taken: the ceiling, or a stopped endpoint
+        statuses["not_sent"] += left
     return statuses
 
 

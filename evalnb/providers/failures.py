@@ -129,7 +129,8 @@ def unreached(error: BaseException) -> tuple[str, str] | None:
     while link is not None and len(seen) < 12 and link not in seen:
         seen.append(link)
         link = link.__cause__ or link.__context__
-    where = next((f"{e.host}:{e.port}" for e in seen if _is_connector_error(e) and hasattr(e, "host")), None)
+    where = next((f"{getattr(e, 'host', '?')}:{getattr(e, 'port', '?')}" for e in seen
+                  if _is_connector_error(e) and hasattr(e, "host")), None)
     if any(isinstance(e, socket.gaierror) or type(e).__name__ == "ClientConnectorDNSError" for e in seen):
         host = (where or "").rsplit(":", 1)[0] or "?"
         return "dns_failure", f"DNS failure: {host} did not resolve"
