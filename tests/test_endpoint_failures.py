@@ -27,6 +27,7 @@ from evalnb.core.run_config import EndpointConfig
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest
 from evalnb.providers.retry import Outcome, RetryPolicy, call_with_retries
+from evalnb.stages.failure_summary import incomplete_line
 from tests.conftest import deterministic_responder, openai_params
 from tests.fakeserver import (ENDPOINT_ERROR_KINDS, Error, FakeLLMServer, RecordedRequest, Refusal, Reply,
                               endpoint_error, gemini_rate_limit)
@@ -164,13 +165,19 @@ def run_stages(params: dict[str, Any]) -> EndpointFailure | None:
 
 
 @pytest.fixture(scope="module")
-def fault_free(tmp_path_factory: pytest.TempPathFactory) -> tuple:
-    """The numbers of the same run with nothing failing."""
+def fault_free_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same run with nothing failing (its directory; its server is gone)."""
     with FakeLLMServer() as server:
         server.responder = deterministic_responder
-        params = openai_params(tmp_path_factory.mktemp("fault-free"), server.url, concurrency=1)
+        params = openai_params(tmp_path_factory.mktemp("fault-free"), server.url, concurrency=1, run_name="good")
         assert run_stages(params) is None
-        return numbers(Path(params["output_dir"]))
+        return Path(params["output_dir"])
+
+
+@pytest.fixture(scope="module")
+def fault_free(fault_free_run: Path) -> tuple:
+    """The numbers of the same run with nothing failing."""
+    return numbers(fault_free_run)
 
 
 ROLES = {"contestant": ("contestant-x", "generate", "model"), "judge": ("judge-2", "judge", "judge2")}
@@ -215,3 +222,84 @@ def test_an_endpoint_failure_stops_its_calls_scores_nothing_and_the_fixed_rerun_
         assert run_stages(params) is None
         assert json.loads((run_dir / "status.json").read_text())["state"] == "complete"
         assert numbers(run_dir) == fault_free
+
+
+# --- a server that is down: named, transient, not billed ------------------------------------------
+
+def test_a_refused_connection_is_resumable_named_and_not_billed_and_the_ceiling_is_unaffected_once_back(
+        tmp_path: Path, fault_free: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_budget import priced, reported, spend_of
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    params = priced(openai_params(tmp_path, url, concurrency=1), 0.5)
+    run_dir = Path(params["output_dir"])
+    assert run_stages(params) is None   # transient: no endpoint failure, the stages go on
+    records = [r for r in read_lines(run_dir / "generate.jsonl") if r["status"] != "out_of_context"]
+    assert len(records) == 11 and {r["status"] for r in records} == {"failed_transient"}
+    assert {r["error"]["message"] for r in records} == {f"connection refused: 127.0.0.1:{port}"}
+    assert not [r for r in records if r.get("failed_attempt_usage")]   # no attempt reached the provider
+    assert spend_of(run_dir)["spent_usd"] == 0 and not spend_of(run_dir).get("stopped")
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "incomplete"
+    said = capsys.readouterr().err
+    assert f"generate, model (openai contestant-x at {url}/v1): 11 calls failed" in said
+    assert f"11 connection refused (failed_transient), e.g. connection refused: 127.0.0.1:{port}" in said
+    assert "judge: the generate stage produced no answer" in said and "aggregate: the generate stage" in said
+    assert incomplete_line(run_dir).startswith(
+        f"resumable work remains: generate, model (openai contestant-x at {url}/v1): 11 connection refused")
+
+    server = FakeLLMServer()
+    server.port = port
+    with server:   # the server is back: the same ceiling lets the whole run through
+        server.responder = deterministic_responder
+        assert run_stages(params) is None
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "complete"
+    assert numbers(run_dir) == fault_free
+    assert spend_of(run_dir)["spent_usd"] == pytest.approx(sum(map(reported, server.requests)))
+
+
+# --- compare and suites refuse runs that did not run ----------------------------------------------
+
+def test_compare_refuses_a_run_whose_items_failed_naming_it_and_its_cause(
+        tmp_path: Path, fault_free_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evalnb.core.errors import ConfigError
+    from evalnb.stages.compare import leaderboard, open_compare
+
+    with FakeLLMServer() as server:
+        # Every answer a bad request (an item-level 400): final, scored 0, the run "complete".
+        server.responder = lambda r: (Error(400, "Invalid 'messages': unsupported content") if r.model == "contestant-x"
+                                      else deterministic_responder(r))
+        bad = openai_params(tmp_path / "bad", server.url, run_name="bad")
+        assert run_stages(bad) is None
+    bad_dir, good_dir = Path(bad["output_dir"]), fault_free_run
+    assert json.loads((bad_dir / "status.json").read_text())["state"] == "complete"
+    said = capsys.readouterr().err
+    assert "aggregate: the generate stage produced no answer (model (openai contestant-x" in said
+    with pytest.raises(ConfigError) as refused:   # `evalnb compare` prints it as its one line, exit 1
+        open_compare([good_dir, bad_dir], tmp_path / "cmp")
+    assert str(refused.value).startswith(
+        f"{bad_dir}: 11 of 12 items ended in failure, mostly HTTP 400 from model (openai contestant-x at "
+        f"{server.url}/v1), e.g. HTTP 400: Invalid 'messages'")
+    assert "\n" not in str(refused.value) and "--max-failed" in str(refused.value)
+
+    # A share the user admits: compared, its failures in the leaderboard's failed column.
+    cmp = open_compare([good_dir, bad_dir], tmp_path / "cmp", max_failed=1.0)
+    board = leaderboard(cmp).set_index("run")
+    assert board.loc["bad", "failed"] == 11 and board.loc["good", "failed"] == 0
+    assert board.loc["bad", "n"] == board.loc["good", "n"] == 12
+
+    # An incomplete run is refused with what left it so.
+    (bad_dir / "generate.jsonl").write_text("")
+    assert run_stages(bad) is None   # nothing listens any more: every answer refused a connection
+    with pytest.raises(ConfigError, match=r"incomplete \(resumable work remains: 11 connection refused from "
+                                          r"model \(openai contestant-x"):
+        open_compare([good_dir, bad_dir], tmp_path / "cmp")
+
+
+def test_a_run_all_of_whose_items_failed_is_refused_whatever_the_threshold(tmp_path: Path) -> None:
+    from evalnb.stages.failure_summary import did_not_run
+
+    assert did_not_run(tmp_path, {"a": "failed_permanent", "b": "failed_permanent"}, max_failed=1.0)
+    assert did_not_run(tmp_path, {"a": "failed_permanent", "b": "ok"}, max_failed=0.5) is None
+    assert did_not_run(tmp_path, {"a": "failed_permanent", "b": "ok", "c": "failed_permanent"}, max_failed=0.5)
+    assert did_not_run(tmp_path, {"a": "ok", "b": "refused"}) is None

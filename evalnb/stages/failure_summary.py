@@ -228,7 +228,7 @@ def no_answer_line(run_dir: Path) -> str | None:
     failures = [e for e in failure_summary(run_dir, ("generate",))]
     why = "; ".join(f"{e.endpoint}: " + ", ".join(f"{c.count} {c.cause}, e.g. {c.example}" for c in e.causes)
                     for e in failures)
-    return f"the generate stage produced no answer ({why or 'no call answered'}); nothing to judge or score"
+    return f"the generate stage produced no answer ({why or 'no call answered'})"
 
 
 def failure_rows(run_dir: Path) -> list[tuple[str, str]]:

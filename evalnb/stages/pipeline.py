@@ -261,7 +261,7 @@ def generate(run: Run) -> pd.DataFrame:
 def judge(run: Run) -> pd.DataFrame:
     """Stage 2: every configured judge grades every answer it has not yet graded."""
     if nothing := no_answer_line(run.dir):
-        say(f"judge: {nothing}")
+        say(f"judge: {nothing}; nothing to judge")
     calls = run.benchmark.judge_calls(responses(run))
     stopped = _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
     if stopped:   # reading 30: the run goes no further (exit 1), those judgements not made
@@ -347,7 +347,7 @@ def aggregate(run: Run) -> pd.DataFrame:
                     stores={stage: store_digest(run.path(f"{stage}.jsonl")) for stage in stores})
     write_evidence(run, stores, scores)
     if nothing := no_answer_line(run.dir):   # no headline of nothing: say why instead
-        say(f"aggregate: {nothing}")
+        say(f"aggregate: {nothing}; no headline: such a run measures its endpoint, not its model")
         return summary_table(run.dir)
     return headline_table(scores)
 
