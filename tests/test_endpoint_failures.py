@@ -303,3 +303,61 @@ def test_a_run_all_of_whose_items_failed_is_refused_whatever_the_threshold(tmp_p
     assert did_not_run(tmp_path, {"a": "failed_permanent", "b": "ok"}, max_failed=0.5) is None
     assert did_not_run(tmp_path, {"a": "failed_permanent", "b": "ok", "c": "failed_permanent"}, max_failed=0.5)
     assert did_not_run(tmp_path, {"a": "ok", "b": "refused"}) is None
+
+
+# --- the command: exit 2 named, exit 1 the one line, then complete ---------------------------------
+
+def test_evalnb_run_names_a_server_that_is_down_then_an_endpoint_failure_then_completes_once_fixed(
+        tmp_path: Path, fault_free: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    from evalnb.app.main import main
+    from tests.test_reliability import write_params
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    params = openai_params(tmp_path, url, concurrency=1)
+    path, run_dir = write_params(tmp_path, params), Path(params["output_dir"])
+
+    def said() -> list[str]:   # what the command said, without its progress lines
+        return [line for line in capsys.readouterr().err.splitlines()
+                if line.startswith("evalnb: ") and " -> " not in line]
+
+    assert run_stages(params) is None   # nothing listens: transient, resumable (made here, without a kernel)
+    capsys.readouterr()
+    assert main(["run", str(path), "--stage", "aggregate"]) == 2   # exit 2, named
+    assert said() == [f"evalnb: run incomplete: {run_dir}",
+                      f"evalnb: resumable work remains: generate, model (openai contestant-x at {url}/v1): 11 "
+                      f"connection refused (e.g. connection refused: 127.0.0.1:{port}); run the same command again "
+                      "to resume"]
+
+    server = FakeLLMServer()
+    server.port = port
+    with server:
+        breaking = Breaking("contestant-x", 0, lambda: endpoint_error("401", "openai"))
+        server.responder = breaking
+        assert main(["run", str(path)]) == 1
+        lines = said()
+        assert len(lines) == 1 and breaking.seen == 1
+        assert re.fullmatch(
+            rf"evalnb: the generate endpoint model \(openai contestant-x at {re.escape(url)}/v1\) refused the request: "
+            r"HTTP 401: Incorrect API key provided: sk-wr\*\*\*ng\. You can find your API key in your account "
+            r"settings\. \[authentication\]\. Its calls were stopped and nothing was scored; 1[12] calls stay "
+            r"unanswered\. Fix the endpoint \(its key, model name, URL or account\) and run the same command again "
+            r"to resume\.", lines[0]), lines[0]
+        # No stage ran after generate: no state (aggregate writes it), and scores still the first run's nulls.
+        assert not (run_dir / "status.json").exists()
+        assert json.loads((run_dir / "scores.json").read_text())["overall"] is None
+
+        assert main(["status", str(run_dir)]) == 0
+        status = capsys.readouterr().out
+        assert f"generate, model (openai contestant-x at {url}/v1): 11 calls failed" in status
+        assert "10 connection refused (failed_transient)" in status and "1 authentication (HTTP 401)" in status
+        first = read_lines(run_dir / "generate.jsonl")[-1]["key"]   # the call the endpoint refused
+        assert main(["show", str(run_dir), first]) == 0
+        shown = capsys.readouterr().out
+        assert f"generate {first} (model): failed_transient, 6 attempts; connection refused" in shown
+        assert f"generate {first} (model): failed_endpoint, 1 attempt; authentication (HTTP 401): HTTP 401" in shown
+
+        breaking.fixed = True
+        assert main(["run", str(path)]) == 0
+    assert said() == [f"evalnb: run complete: {run_dir}"]
+    assert numbers(run_dir) == fault_free
