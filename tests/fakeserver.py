@@ -1133,15 +1133,15 @@ class FakeLLMServer:
         path = unquote(http_req.target.split("?", 1)[0])
         if path == "/_stats" and http_req.method == "GET":
             return _json_wire(200, self.stats())
-        for route in self.routes:
-            routed = route(http_req, path)
-            if routed is not None:
-                return routed
         if self.unrouted is not None and self.unrouted.search(http_req.target):
             with self._lock:
                 self.unrouted_count += 1
             page = f"<html><body><h1>404 Not Found</h1><p>Cannot {http_req.method} {path}</p></body></html>"
             return _Wire(404, {}, page.encode(), content_type="text/html; charset=utf-8")
+        for route in self.routes:
+            routed = route(http_req, path)
+            if routed is not None:
+                return routed
 
         api: str | None = None
         url_model = ""

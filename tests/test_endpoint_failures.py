@@ -22,7 +22,7 @@ import pytest
 
 import evalnb
 from evalnb.core.errors import EndpointFailure
-from evalnb.core.records import read_lines
+from evalnb.core.records import JsonlStore, read_lines
 from evalnb.core.run_config import EndpointConfig
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest
@@ -361,3 +361,31 @@ def test_evalnb_run_names_a_server_that_is_down_then_an_endpoint_failure_then_co
         assert main(["run", str(path)]) == 0
     assert said() == [f"evalnb: run complete: {run_dir}"]
     assert numbers(run_dir) == fault_free
+
+
+# --- batch mode: a batch the endpoint refuses stops its batches ------------------------------------
+
+def test_a_batch_the_endpoint_refuses_leaves_its_calls_unanswered_and_stops_its_batches(tmp_path: Path) -> None:
+    from tests.fakebatch import FakeBatches
+    from tests.test_batch import records, stage, wildtrace
+
+    with FakeLLMServer() as server:
+        server.responder = deterministic_responder
+        batches = FakeBatches(server)
+        params = wildtrace(tmp_path, server, ("openai",) * 4, ("batch", "live", "live", "live"))
+        params["model"]["batch"] = {"max_requests": 4}   # three batches' worth of calls
+        server.unrouted = re.compile(r"^/v1/batches$")   # a gateway without the batch route
+        with pytest.raises(EndpointFailure, match=r"the generate endpoint model \(openai contestant-x at .*\) "
+                                                  r"refused the request: HTTP 404"):
+            stage(params, "generate")
+        assert server.unrouted_count == 1 and not batches.created   # the first refusal, then no other batch
+        lines = records(tmp_path / "run", "generate")
+        assert {r["status"] for r in lines.values() if r.get("batch")} == {"failed_endpoint"}
+        assert JsonlStore(tmp_path / "run" / "generate.jsonl").load().keys() <= {
+            k for k, r in lines.items() if r["status"] == "out_of_context"}   # every other item unanswered
+
+        server.unrouted = None   # fixed: the same command submits, then collects
+        stage(params, "generate")
+        stage(params, "generate")
+        answered = JsonlStore(tmp_path / "run" / "generate.jsonl").load()
+        assert sum(r["status"] == "ok" for r in answered.values()) == 11

@@ -289,7 +289,7 @@ class StageBatches:
                 live += [c for c in pending if c.key in again]
                 pending = [c for c in pending if c.key not in again]
             chunk: Chunk | None = None
-            for call in pending:
+            for index, call in enumerate(pending):
                 request, fields = self.prepare(call, store, statuses)
                 if request is None:
                     continue
@@ -306,6 +306,7 @@ class StageBatches:
                 if chunk.rows and (len(chunk.rows) >= limit.max_requests or chunk.size + len(data) > limit.max_bytes):
                     statuses += await self.submit(chunk, role, backend, store)
                     if role in self.stopped:   # reading 30: no further batch to this endpoint
+                        statuses["not_sent"] += len(pending) - index
                         chunk = None
                         break
                     chunk = self.new_chunk(role, limit.inline_bytes)
