@@ -247,6 +247,12 @@ def test_a_refused_connection_is_resumable_named_and_not_billed_and_the_ceiling_
     assert "judge: the generate stage produced no answer" in said and "aggregate: the generate stage" in said
     assert incomplete_line(run_dir).startswith(
         f"resumable work remains: generate, model (openai contestant-x at {url}/v1): 11 connection refused")
+    run = evalnb.open_run(params)   # the report's first output says the same
+    rows = dict(evalnb.about(run, "report").rows)
+    run.close()
+    assert rows[f"failed: generate, model (openai contestant-x at {url}/v1)"] == (
+        f"11 calls: 11 connection refused, e.g. connection refused: 127.0.0.1:{port}")
+    assert rows["no answer"].startswith("the generate stage produced no answer")
 
     server = FakeLLMServer()
     server.port = port

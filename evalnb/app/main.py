@@ -1,7 +1,8 @@
 """``evalnb``: run the stage notebooks through papermill and report the run's state.
 
 Exit status: 0 complete; 2 something resumable remains (a transient generation failure, a
-judge failure); 1 a configuration or data error, or a stage that failed. papermill cannot
+judge failure); 1 a configuration or data error, an endpoint that refused for reasons of its
+own (a wrong key, model or route, an exhausted account: reading 30), or a stage that failed. papermill cannot
 exit 2 by itself, so the aggregate stage writes ``status.json`` and this command reads it.
 """
 
