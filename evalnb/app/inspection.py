@@ -15,7 +15,7 @@ from evalnb.core.records import write_json
 from evalnb.execution.batch import price_note
 from evalnb.stages.accounting import estimate, minimum_run_minutes
 from evalnb.core.errors import ConfigError
-from evalnb.stages.evidence import show
+from evalnb.stages.evidence import calls_text, show
 from evalnb.stages.failure_summary import item_calls
 from evalnb.stages.pipeline import check_keys, load_config, make_benchmark
 from evalnb.stages.probe import caps_entry, probe_record, probe_window
@@ -71,13 +71,11 @@ def probe_command(params: Path, sets: Sequence[str], max_calls: int) -> int:
 def show_command(run_dir: Path, item_id: str) -> int:
     """One item's evidence (what its benchmark declares), read from the run's evidence.json,
     then its calls: each stored line's status, attempts and error (evalnb.stages.failure_summary)."""
-    calls = item_calls(run_dir, item_id)
     try:
         sys.stdout.write(str(show(run_dir, item_id)))
-    except ConfigError:
-        if not calls:
+    except ConfigError:   # before the aggregate stage: its calls alone, if it has any
+        if not (calls := item_calls(run_dir, item_id)):
             raise
-        print(f"{item_id}: no evidence yet (the aggregate stage has not run on its calls)")
-    if calls:
-        print("\n== calls (every stored line, oldest first) ==\n" + "\n".join(calls))
+        sys.stdout.write(f"{item_id}: no evidence yet (the aggregate stage has not run on its calls)\n"
+                         + calls_text(calls))
     return EXIT_OK
