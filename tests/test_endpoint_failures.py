@@ -287,6 +287,9 @@ def test_compare_refuses_a_run_whose_items_failed_naming_it_and_its_cause(
         f"{bad_dir}: 11 of 12 items ended in failure, mostly HTTP 400 from model (openai contestant-x at "
         f"{server.url}/v1), e.g. HTTP 400: Invalid 'messages'")
     assert "\n" not in str(refused.value) and "--max-failed" in str(refused.value)
+    from evalnb.stages.failure_summary import run_did_not_run
+    assert run_did_not_run(bad_dir) == str(refused.value)   # what a suite leaves off its leaderboard, and says
+    assert run_did_not_run(good_dir) is None
 
     # A share the user admits: compared, its failures in the leaderboard's failed column.
     cmp = open_compare([good_dir, bad_dir], tmp_path / "cmp", max_failed=1.0)

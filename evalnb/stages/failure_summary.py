@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -202,9 +202,14 @@ def stop_line(stopped: Sequence[EndpointFailures], unanswered: int | None = None
             "(its key, model name, URL or account) and run the same command again to resume.")
 
 
-def stopped_since(summary: Sequence[EndpointFailures], since: float) -> list[EndpointFailures]:
-    """The endpoints whose latest endpoint failure came at ``since`` (a time.time()) or later."""
-    return [e for e in summary if e.stopped is not None and float(e.stopped.get("started_at") or 0) >= since]
+def stopped_in(summary: Sequence[EndpointFailures], lines: Sequence[Mapping[str, Any]]) -> list[EndpointFailures]:
+    """The endpoints an endpoint failure among ``lines`` (what one pass of a stage wrote, live or
+    collected from a batch) stopped, each with its first such line."""
+    first: dict[str, Mapping[str, Any]] = {}
+    for line in lines:
+        if line.get("status") == FAILED_ENDPOINT:
+            first.setdefault(str(line.get("endpoint")), line)
+    return [replace(e, stopped=first[e.endpoint.role]) for e in summary if e.endpoint.role in first]
 
 
 def incomplete_line(run_dir: Path) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from evalnb.core.redaction import register_secret_values
 from evalnb.core.fingerprint import check_or_record, fingerprint
 from evalnb.core.manifest import store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
-from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, write_json
+from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, read_lines, write_json
 from evalnb.core.types import CALL_STAGES, Call, Record
 from evalnb.execution import run_stage_calls
 from evalnb.execution.batch.journal import in_flight
@@ -37,7 +36,7 @@ from evalnb.execution.batch.views import stage_manifest
 from evalnb.execution.runner import run_blocking
 from evalnb.core.progress import say
 from evalnb.stages.stage_outcome import outcome_line
-from evalnb.stages.failure_summary import (failure_summary, no_answer_line, stop_line, stopped_since, summary_lines,
+from evalnb.stages.failure_summary import (failure_summary, no_answer_line, stop_line, stopped_in, summary_lines,
                                            summary_table)
 from evalnb.execution.budget import Budget
 from evalnb.execution.budget_views import budget_summary
@@ -200,7 +199,7 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
            done: Any) -> str | None:
     """Run the stage's calls and record them; the one line of an endpoint failure of this
     pass (reading 30), to be raised once the stage has written what it writes, or None."""
-    started, since = utc_now(), time.time()
+    started, before = utc_now(), len(read_lines(run.path(f"{name}.jsonl")))   # this pass's lines come after
     store = JsonlStore(run.path(f"{name}.jsonl"))
     counts = run_blocking(lambda: run_stage_calls(
         calls, endpoints, store, run.dir, policy=run.config.retry, concurrency=run.config.concurrency, done=done,
@@ -212,7 +211,7 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
         "started_at": started, "finished_at": utc_now(), "calls": len(calls),
         "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}},
         routes=routes(run, stage_records(run)))
-    stopped, stored = stopped_since(failures, since), store.load()
+    stopped, stored = stopped_in(failures, read_lines(run.path(f"{name}.jsonl"))[before:]), store.load()
     return stop_line(stopped, sum(not (c.key in stored and done(stored[c.key])) for c in calls)) if stopped else None
 
 
