@@ -22,10 +22,11 @@ from evalnb.core import stats
 from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.core.types import ItemResults, Metric
 from evalnb.core.errors import ConfigError, FingerprintMismatch
-from evalnb.core.fingerprint import short_json
+from evalnb.core.fingerprint import change_lines
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.tables import readable
 from evalnb.stages.failure_summary import DEFAULT_MAX_FAILED, did_not_run, failed_items, incomplete_cause
+from evalnb.stages import joint as joint_stats
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -69,6 +70,9 @@ class Comparison:
     top: int = 10                   # how many largest disagreements / most-missed items to list
     tables: dict[str, Any] = field(default_factory=dict)
     suite: dict[str, Any] | None = None   # a suite's leaderboard: its name, provisional, missing contestants
+    alpha: float = 0.05             # the level of the pairwise verdicts (after Holm)
+    power: float = 0.8              # the power of the minimum detectable differences
+    _joint: joint_stats.Joint | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -93,15 +97,15 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
         differ = [p for p in parts if first.fingerprint["parts"].get(p, {}).get("sha256")
                   != other.fingerprint["parts"].get(p, {}).get("sha256")]
         if differ:
-            detail = "; ".join(f"{p}: {short_json(first.fingerprint['parts'].get(p, {}).get('value'))} vs "
-                               f"{short_json(other.fingerprint['parts'].get(p, {}).get('value'))}" for p in differ)
+            detail = "\n".join(f"  {line}" for line in change_lines(first.fingerprint, other.fingerprint, parts=differ))
             raise FingerprintMismatch(f"refusing to compare {first.dir} with {other.dir}: {', '.join(differ)} "
-                                      f"differ ({detail}). The protocol forbids mixing such scores.")
+                                      f"differ (first -> second):\n{detail}\nThe protocol forbids mixing such scores.")
 
 
 def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
                  n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
-                 suite: Mapping[str, Any] | None = None, max_failed: float = DEFAULT_MAX_FAILED) -> Comparison:
+                 suite: Mapping[str, Any] | None = None, alpha: float = 0.05, power: float = 0.8,
+                 max_failed: float = DEFAULT_MAX_FAILED) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
@@ -114,9 +118,15 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
         return open_compare(compare_params(Path(runs)))
     if isinstance(runs, Mapping):
         return open_compare(**runs)
+    for key, value in (("alpha", alpha), ("power", power)):   # the pairwise verdicts' level and the MDE's power
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise ConfigError(f"compare: {key}: expected a number strictly between 0 and 1, got {value!r}")
     if len(runs) < (1 if suite else 2):   # a suite's provisional leaderboard may hold one run
         raise ConfigError("compare: give at least two run directories")
-    records = [load_run(Path(r).resolve()) for r in runs]
+    dirs = [Path(r).resolve() for r in runs]
+    if twice := sorted({str(d) for d in dirs if dirs.count(d) > 1}):   # a paired difference of 0 by construction
+        raise ConfigError(f"compare: {twice[0]} is given twice; a run compared with itself says nothing: give different runs")
+    records = [load_run(d) for d in dirs]
     # Each run's benchmark as its parameters named it (a built-in name, an import path or an
     # entry point): two names for one class are one benchmark.
     classes = {name: benchmark_for(name, "compare") for name in {r.scores["benchmark"] for r in records}}
@@ -136,7 +146,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     if suite:   # shown in the notebook, above the leaderboard
         print(suite_banner(suite))
     return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
-                      suite=dict(suite) if suite else None)
+                      suite=dict(suite) if suite else None, alpha=alpha, power=power)
 
 
 def suite_banner(suite: Mapping[str, Any]) -> str:
@@ -176,6 +186,14 @@ def headline_metrics(cmp: Comparison) -> list[Metric]:
     return [m for m in cmp.benchmark.metrics() if m.headline]
 
 
+def joint(cmp: Comparison) -> joint_stats.Joint:
+    """The headline metrics of every run on one cluster bootstrap (pairs and ranks), made once."""
+    if cmp._joint is None:
+        cmp._joint = joint_stats.joint_bootstrap(cmp.benchmark, [(r.label, r.results(cmp.benchmark)) for r in cmp.runs],
+                                                 headline_metrics(cmp), n_boot=cmp.n_boot, seed=cmp.seed)
+    return cmp._joint
+
+
 def leaderboard(cmp: Comparison) -> pd.DataFrame:
     """Models sorted by the first headline metric, every declared metric with its seeded
     percentile bootstrap interval (the same procedure and metrics as each run's own report);
@@ -191,6 +209,11 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
                 row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high}
         rows.append(row)
     first = headline_metrics(cmp)[0].name
+    if any(m.name == first for m in joint(cmp).metrics):   # how sure the order is (evalnb.core.ranks)
+        ranks = joint_stats.ranks(joint(cmp), first)
+        for row in rows:
+            rank = ranks[row["model"]]
+            row |= {"rank": rank.rank, "rank_interval": rank.interval_text, "p_first": rank.p_first}
     table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
     cmp.tables["leaderboard"] = table
     return readable(table)
@@ -249,14 +272,19 @@ def leaderboard_figure(cmp: Comparison) -> ReportFigure:
     metrics = headline_metrics(cmp)
     fig = new_figure((4.5 * len(metrics), 0.6 * len(table) + 1.6))
     axes = fig.subplots(1, len(metrics), squeeze=False)
+    names = list(table.index)
+    if "rank_interval" in table:   # how sure each place is (rank interval, P(first): the joint cluster bootstrap)
+        names = [f"{m}\nrank {r}, P(first) {p:.2f}" for m, r, p in zip(names, table["rank_interval"], table["p_first"])]
     for ax, metric in zip(axes[0], metrics):
         values = table[metric.name]
         errors = [values - table[f"{metric.name}_ci_low"], table[f"{metric.name}_ci_high"] - values]
-        ax.barh(list(table.index)[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
+        ax.barh(names[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
                 color=["#bbbbbb" if off else "#4c72b0" for off in list(table["offline"])[::-1]])
         ax.set_xlim(0, 1)
         ax.set_xlabel(metric.label.split(":")[0])
     fig.suptitle(f"{cmp.name} leaderboard, 95% bootstrap CI (n_boot={cmp.n_boot}, seed={cmp.seed})"
+                 + (f"\nranks on {metrics[0].name}, 95% rank interval from one joint cluster bootstrap"
+                    if "rank_interval" in table else "")
                  + ("\ngrey: offline approximations, not comparable with the paper" if table["offline"].any() else ""))
     fig.tight_layout()
     return save_figure(fig, cmp.out / "figures", "leaderboard")

@@ -26,7 +26,7 @@ from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
 from evalnb.core.fingerprint import check_or_record, fingerprint
-from evalnb.core.manifest import store_digest, update_manifest, utc_now
+from evalnb.core.manifest import stage_entry, store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
 from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, read_lines, write_json
 from evalnb.core.types import CALL_STAGES, Call, Record
@@ -36,8 +36,7 @@ from evalnb.execution.batch.views import stage_manifest
 from evalnb.execution.runner import run_blocking
 from evalnb.core.progress import say
 from evalnb.stages.stage_outcome import outcome_line
-from evalnb.stages.failure_summary import (failure_summary, no_answer_line, stop_line, stopped_in, summary_lines,
-                                           summary_table)
+from evalnb.stages.failure_summary import failure_summary, no_answer_line, stop_line, stopped_in, summary_lines, summary_table
 from evalnb.execution.budget import Budget
 from evalnb.execution.budget_views import budget_summary
 from evalnb.core.latency import latency_summary
@@ -119,7 +118,8 @@ def make_benchmark(config: RunConfig, bench: type[Benchmark]) -> Benchmark:
 
 
 def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *,
-             require_keys: bool = False, prefetch_sdks: bool = True, hold_lock: bool = False) -> Run:
+             require_keys: bool = False, prefetch_sdks: bool = True, hold_lock: bool = False,
+             keep_config: bool = False) -> Run:
     """Check parameters and data, then create or resume the run directory.
 
     Everything is validated before anything is written (with ``require_keys``, that every
@@ -131,7 +131,9 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     The run directory is held only while ``fingerprint.json`` and ``config.json`` are written,
     and only when they change (a new run, or other settings), so a notebook that only reads
     (the report, while another tab judges) is never refused. ``hold_lock``: hold it until
-    :meth:`Run.close` (``evalnb run``, for the whole command).
+    :meth:`Run.close` (``evalnb run``, for the whole command). ``keep_config``: leave an
+    existing ``config.json`` as it is (``evalnb run`` writes it once it knows a stage will run:
+    evalnb.stages.rerun).
     """
     config, bench = load_config(source, sets)
     if prefetch_sdks:
@@ -148,19 +150,20 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     if hold_lock:
         run.lock = lock.acquire(run.dir, "evalnb run")   # refused if another process runs here
-    _record_run(run)
+    _record_run(run, keep_config)
     for warning in warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
     return run
 
 
-def _record_run(run: Run) -> None:
+def _record_run(run: Run, keep_config: bool = False) -> None:
     """fingerprint.json (or the refusal of a different one) and config.json, written under
     the lock when either changes."""
     recorded = read_json_if_exists(run.path("fingerprint.json"))
     if recorded is not None:
         check_or_record(run.path("fingerprint.json"), run.fingerprint)   # refuses, never writes
-        if json_unchanged(run.path("config.json"), run.config.to_dict()):
+        if (keep_config and run.path("config.json").exists()) or json_unchanged(run.path("config.json"),
+                                                                                 run.config.to_dict()):
             return
     with lock.holding(run.dir, "evalnb.open_run"):
         check_or_record(run.path("fingerprint.json"), run.fingerprint)
@@ -195,10 +198,9 @@ def check_keys(config: RunConfig, model: bool = True) -> None:
 
 # --- running calls ----------------------------------------------------------------------------
 
-def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig],
-           done: Any) -> str | None:
-    """Run the stage's calls and record them; the one line of an endpoint failure of this
-    pass (reading 30), to be raised once the stage has written what it writes, or None."""
+def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig], done: Any,
+           after: Callable[[Run], None] | None = None) -> Counter[str]:
+    """Run the stage's calls and record them, then ``after``; an endpoint failure (reading 30) ends it there."""
     started, before = utc_now(), len(read_lines(run.path(f"{name}.jsonl")))   # this pass's lines come after
     store = JsonlStore(run.path(f"{name}.jsonl"))
     counts = run_blocking(lambda: run_stage_calls(
@@ -207,12 +209,17 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
     say(outcome_line(name, len(calls), counts, _calls_in_flight(run, name)))
     if failures := failure_summary(run.dir, (name,)):   # why, per endpoint and cause
         say("\n".join(summary_lines(failures)))
-    update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir), stages={name: {
-        "started_at": started, "finished_at": utc_now(), "calls": len(calls),
-        "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}},
-        routes=routes(run, stage_records(run)))
-    stopped, stored = stopped_in(failures, read_lines(run.path(f"{name}.jsonl"))[before:]), store.load()
-    return stop_line(stopped, sum(not (c.key in stored and done(stored[c.key])) for c in calls)) if stopped else None
+    entry = {"started_at": started, "finished_at": utc_now(), "calls": len(calls),
+             "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}
+    update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
+                    stages={name: stage_entry(run.path("manifest.json"), name, entry)},   # no call made: times kept
+                    routes=routes(run, stage_records(run)))
+    if after is not None:
+        after(run)
+    if stopped := stopped_in(failures, read_lines(run.path(f"{name}.jsonl"))[before:]):   # exit 1, the rest unanswered
+        stored = store.load()
+        raise EndpointFailure(stop_line(stopped, sum(not (c.key in stored and done(stored[c.key])) for c in calls)))
+    return counts
 
 
 def _calls_in_flight(run: Run, name: str) -> int:
@@ -249,10 +256,7 @@ def generate(run: Run) -> pd.DataFrame:
         print(f"{label}: {value}")
     calls = run.benchmark.generation_calls()
     endpoints = {"model": run.config.model} if run.benchmark.calls_model else {}   # imported answers: no client
-    stopped = _stage(run, "generate", calls, endpoints, run.benchmark.generation_done)
-    write_responses(run)
-    if stopped:   # reading 30: the run goes no further (exit 1), its items unanswered
-        raise EndpointFailure(stopped)
+    _stage(run, "generate", calls, endpoints, run.benchmark.generation_done, after=write_responses)
     return status_table(run)
 
 
@@ -262,9 +266,7 @@ def judge(run: Run) -> pd.DataFrame:
     if nothing := no_answer_line(run.dir):
         say(f"judge: {nothing}; nothing to judge")
     calls = run.benchmark.judge_calls(responses(run))
-    stopped = _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
-    if stopped:   # reading 30: the run goes no further (exit 1), those judgements not made
-        raise EndpointFailure(stopped)
+    _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
     return judge_status_table(judgements(run).values(), judge_names(run))
 
 
@@ -345,10 +347,9 @@ def aggregate(run: Run) -> pd.DataFrame:
                     **({"budget": scores["budget"]} if "budget" in scores else {}),
                     stores={stage: store_digest(run.path(f"{stage}.jsonl")) for stage in stores})
     write_evidence(run, stores, scores)
-    if nothing := no_answer_line(run.dir):   # no headline of nothing: say why instead
+    if nothing := no_answer_line(run.dir):   # no headline of nothing: say why, with the failure summary's table
         say(f"aggregate: {nothing}; no headline: such a run measures its endpoint, not its model")
-        return summary_table(run.dir)
-    return headline_table(scores)
+    return summary_table(run.dir) if nothing else headline_table(scores)
 
 
 def scores_document(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, Any]:
