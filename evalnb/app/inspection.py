@@ -17,7 +17,9 @@ from evalnb.app.suite_estimate import estimate_suite
 from evalnb.core.records import write_json
 from evalnb.execution.batch import price_note
 from evalnb.stages.accounting import estimate, minimum_run_minutes
-from evalnb.stages.evidence import show
+from evalnb.core.errors import ConfigError
+from evalnb.stages.evidence import calls_text, show
+from evalnb.stages.failure_summary import item_calls
 from evalnb.stages.pipeline import check_keys, load_config, make_benchmark
 from evalnb.stages.probe import caps_entry, probe_record, probe_window
 
@@ -81,6 +83,13 @@ def probe_command(params: Path, sets: Sequence[str], max_calls: int, max_tokens:
 
 
 def show_command(run_dir: Path, item_id: str) -> int:
-    """One item's evidence (what its benchmark declares), read from the run's evidence.json."""
-    sys.stdout.write(str(show(run_dir, item_id)))
+    """One item's evidence (what its benchmark declares), read from the run's evidence.json,
+    then its calls: each stored line's status, attempts and error (evalnb.stages.failure_summary)."""
+    try:
+        sys.stdout.write(str(show(run_dir, item_id)))
+    except ConfigError:   # before the aggregate stage: its calls alone, if it has any
+        if not (calls := item_calls(run_dir, item_id)):
+            raise
+        sys.stdout.write(f"{item_id}: no evidence yet (the aggregate stage has not run on its calls)\n"
+                         + calls_text(calls))
     return EXIT_OK

@@ -25,6 +25,7 @@ from evalnb.core.errors import ConfigError, FingerprintMismatch
 from evalnb.core.fingerprint import change_lines
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.tables import readable
+from evalnb.stages.failure_summary import DEFAULT_MAX_FAILED, did_not_run, failed_items, incomplete_cause
 from evalnb.stages import joint as joint_stats
 
 if TYPE_CHECKING:
@@ -84,7 +85,8 @@ def load_run(path: Path) -> RunRecord:
     if scores is None:
         raise ConfigError(f"{path}: no scores.json; run the aggregate stage first")
     if not scores["complete"]:
-        raise ConfigError(f"{path}: the run is incomplete (resumable work remains); finish it first")
+        raise ConfigError(f"{path}: the run is incomplete (resumable work remains: {incomplete_cause(path)}); "
+                          "finish it first")
     return RunRecord(path, scores, read_json_if_exists(path / "fingerprint.json") or {},
                      read_json_if_exists(path / "manifest.json") or {})
 
@@ -104,7 +106,8 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
 def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any] = (), out: str | Path | None = None, *,
                  n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
                  suite: Mapping[str, Any] | None = None, alpha: float = 0.05, power: float = 0.8,
-                 panels: Sequence[Sequence[str | Path]] | None = None) -> Comparison:
+                 panels: Sequence[Sequence[str | Path]] | None = None,
+                 max_failed: float = DEFAULT_MAX_FAILED) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
@@ -113,6 +116,8 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any] = (
     ``panels``: instead of ``runs``, two lists of runs, the same contestants scored by two
     panels (:mod:`evalnb.stages.panel_change`): the first list is the comparison, the second
     is shown only beside it, never in its leaderboard.
+    A run that did not run (all, or more than ``max_failed`` of its items failed) is refused
+    (:func:`evalnb.stages.failure_summary.did_not_run`).
     """
     if isinstance(runs, (str, Path)):
         return open_compare(compare_params(Path(runs)))
@@ -128,21 +133,22 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any] = (
         runs = panels[0]
     if len(runs) < (1 if suite or panels else 2):   # a suite's provisional leaderboard, or one model's panel change
         raise ConfigError("compare: give at least two run directories")
-    records, bench = comparable_runs(runs)
+    records, bench = comparable_runs(runs, max_failed)
     if suite:   # shown in the notebook, above the leaderboard
         print(suite_banner(suite))
     cmp = Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
                      suite=dict(suite) if suite else None, alpha=alpha, power=power)
     if panels:
-        cmp.panel_b, other = comparable_runs(panels[1])
+        cmp.panel_b, other = comparable_runs(panels[1], max_failed)
         if other is not bench:
             raise ConfigError("compare: panels: the two panels scored runs of different benchmarks")
         check_comparable([records[0], cmp.panel_b[0]], ("tasks",))   # the same items, whatever scored them
     return cmp
 
 
-def comparable_runs(runs: Sequence[str | Path]) -> tuple[list[RunRecord], type[Benchmark]]:
-    """The runs loaded, checked comparable, and labelled; their benchmark."""
+def comparable_runs(runs: Sequence[str | Path], max_failed: float = DEFAULT_MAX_FAILED
+                    ) -> tuple[list[RunRecord], type[Benchmark]]:
+    """The runs loaded, checked to have run (reading 30) and comparable, and labelled; their benchmark."""
     dirs = [Path(r).resolve() for r in runs]
     if twice := sorted({str(d) for d in dirs if dirs.count(d) > 1}):   # a paired difference of 0 by construction
         raise ConfigError(f"compare: {twice[0]} is given twice; a run compared with itself says nothing: give different runs")
@@ -153,6 +159,9 @@ def comparable_runs(runs: Sequence[str | Path]) -> tuple[list[RunRecord], type[B
     if len(set(classes.values())) > 1:
         raise ConfigError(f"compare: runs of different benchmarks ({', '.join(sorted(classes))})")
     bench = next(iter(classes.values()))
+    for record in records:
+        if refusal := did_not_run(record.dir, record.results(bench).statuses, max_failed):
+            raise ConfigError(refusal)
     check_comparable(records, (*bench.COMPARABLE_PARTS, "subset"))   # a --limit run never against a full one
     models = [r.model for r in records]
     labels: list[str] = []
@@ -212,11 +221,13 @@ def joint(cmp: Comparison) -> joint_stats.Joint:
 
 def leaderboard(cmp: Comparison) -> pd.DataFrame:
     """Models sorted by the first headline metric, every declared metric with its seeded
-    percentile bootstrap interval (the same procedure and metrics as each run's own report)."""
+    percentile bootstrap interval (the same procedure and metrics as each run's own report);
+    ``n`` its items, ``failed`` how many of them ended in a failure (scored 0)."""
     rows = []
     for run in cmp.runs:
+        results = run.results(cmp.benchmark)
         row: dict[str, Any] = {"model": run.label, "run": run.scores["run_name"], "offline": run.offline,
-                               "n": len(run.results(cmp.benchmark).ids)}
+                               "n": len(results.ids), "failed": failed_items(results.statuses)}
         for name, interval in intervals(cmp, run).items():
             row[name] = interval.mean
             if interval.method != "no interval":
