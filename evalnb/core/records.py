@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from evalnb.core.errors import DataError
 from evalnb.core.redaction import redact_values
+from evalnb.core.validation import stored_record_problem
 
 
 def write_json(path: Path, value: Any, *, indent: int | None = 2) -> None:
@@ -94,6 +95,7 @@ class JsonlStore:
             return {}
         self._heal()
         records: dict[str, dict[str, Any]] = {}
+        unreadable: list[str] = []
         for number, line in enumerate(self.path.read_bytes().split(b"\n"), start=1):
             if not line.strip():
                 continue
@@ -101,7 +103,16 @@ class JsonlStore:
             if record is None:
                 raise DataError(str(self.path), "corrupt record (not a JSON object with a key)",
                                 line=number)
+            if problem := stored_record_problem(record):   # an older version's line: its call is made again
+                unreadable.append(f"line {number} ({record['key']}): {problem}")
+                continue
             records[record["key"]] = record
+        if unreadable:
+            from evalnb.core.progress import say
+
+            say(f"WARNING: {self.path}: {len(unreadable)} record(s) do not follow the record rule and are "
+                f"left out (their calls are made again): {'; '.join(unreadable[:3])}"
+                + (" ..." if len(unreadable) > 3 else ""))
         return records
 
     def _heal(self) -> None:
