@@ -109,7 +109,7 @@ def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int) 
     metrics = bench.metrics()
     ready = [m for m in metrics if body["complete"] or m.partial]
     intervals = stats.metric_intervals(results.values, ready, strata=[results.strata.get(i, "") for i in results.ids],
-                                 n_boot=n_boot, seed=seed)
+                                 n_boot=n_boot, seed=seed, channels=results.channels)
     return {m.name: {"label": m.label, "headline": m.headline,
                      "value": intervals[m.name].mean if m.name in intervals else None,
                      "ci": intervals[m.name].as_dict() if m.name in intervals and m.interval else None}

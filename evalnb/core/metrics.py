@@ -8,7 +8,11 @@ every bootstrap replicate (in the spirit of rliable's ``metrics.py`` and inspect
     Metric("macro_over_k", "...", macro_mean())
 
 NaN cells are items without a score of their own; ``missing`` says whether a mean leaves
-them out (``"exclude"``) or counts them as 0 (``"zero"``).
+them out (``"exclude"``) or counts them as 0 (``"zero"``). A metric over named per-item
+channels (``correct``, ``attempted``) declares the channels it reads:
+
+    Metric("correct_given_attempted", "...", ratio("correct", "attempted"),
+           channels=("correct", "attempted"))
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from evalnb.core import stats
-from evalnb.core.types import MetricFn
+from evalnb.core.types import ChannelMetricFn, MetricFn
 
 
 def mean(*, missing: str = "exclude") -> MetricFn:
@@ -57,3 +61,29 @@ def count_scored() -> MetricFn:
     def count_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
         return (~np.isnan(values)).sum(axis=(-2, -1)).astype(float)
     return count_fn
+
+
+# --- metrics over named per-item channels (Metric.channels; ItemResults.channels) -------------------
+
+def channel_mean(channel: str, *, missing: str = "exclude") -> ChannelMetricFn:
+    """The mean of one channel over every repeat and item: declare it with
+    ``Metric(..., channel_mean("correct"), channels=("correct",))``."""
+    def channel_mean_fn(values: np.ndarray, strata: Mapping[str, np.ndarray], **channels: np.ndarray) -> np.ndarray:
+        return stats.cell_mean(channels[channel], missing=missing)
+    return channel_mean_fn
+
+
+def ratio(numerator: str, denominator: str) -> ChannelMetricFn:
+    """sum(numerator) / sum(denominator) over every repeat and item (cells where either is NaN
+    left out; NaN when the denominator sums to 0): e.g. correct given attempted,
+    ``Metric(..., ratio("correct", "attempted"), channels=("correct", "attempted"))``. A ratio
+    of sums, not a mean of per-item ratios, and resampled as one: its interval comes from the
+    same bootstrap replicates as every other metric."""
+    def ratio_fn(values: np.ndarray, strata: Mapping[str, np.ndarray], **channels: np.ndarray) -> np.ndarray:
+        top, bottom = channels[numerator], channels[denominator]
+        present = ~(np.isnan(top) | np.isnan(bottom))
+        total = np.where(present, top, 0.0).sum(axis=(-2, -1))
+        base = np.where(present, bottom, 0.0).sum(axis=(-2, -1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(base > 0, total / np.where(base > 0, base, 1.0), np.nan)
+    return ratio_fn

@@ -146,6 +146,9 @@ class JudgeStatus(StrEnum):
 # --- declared metrics and a run's item results ----------------------------------------------------
 
 MetricFn: TypeAlias = "Callable[[np.ndarray, Mapping[str, np.ndarray]], np.ndarray]"
+ChannelMetricFn: TypeAlias = "Callable[..., np.ndarray]"
+"""A metric function that also reads named per-item channels: ``fn(values, strata, **channels)``,
+each channel an array shaped like ``values`` (a :class:`Metric` with ``channels`` set)."""
 
 
 @dataclass(frozen=True)
@@ -156,14 +159,21 @@ class Metric:
     item has no score of its own) and ``strata`` (stratum label -> the column indices of its
     items), and returns the metric over the last two axes, shape ``(...)``. Resampling keeps
     every column in its stratum, so the same ``strata`` hold for every bootstrap replicate.
+
+    ``channels`` names the per-item channels (:attr:`ItemResults.channels`) the metric reads
+    besides ``values``: each is passed to ``fn`` as a keyword argument of that name, an array
+    shaped like ``values`` and resampled with it (the same items, the same repeats), so
+    ``fn(values, strata, correct=..., attempted=...)``. A ratio of two channels is
+    :func:`evalnb.core.metrics.ratio`.
     """
 
     name: str                 # short id: a column of the leaderboard, a key of scores.json "metrics"
     label: str                # what a reader is told it is
-    fn: MetricFn
+    fn: MetricFn | ChannelMetricFn
     headline: bool = False    # shown first, in the headline table and the leaderboard figure
     partial: bool = False     # defined on an incomplete run too (else null until complete)
     interval: bool = True     # a bootstrap interval makes sense (not for a count)
+    channels: tuple[str, ...] = ()   # the ItemResults channels fn reads, by keyword
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,10 @@ class ItemResults:
     its own), the matrix the declared metrics read. ``scores`` is each item's own score (the
     mean over repeats; None while unscored); ``attempted`` says whether the contestant had a
     chance at it (a file-fed answer existed, the document fitted); ``judges`` holds each
-    item's per-judge (or per-rater-run) scores, for agreement.
+    item's per-judge (or per-rater-run) scores, for agreement. ``channels`` holds named
+    per-item outcomes besides the score (``correct``, ``attempted``: 1.0 or 0.0, NaN where the
+    item has none yet), each repeats x items like ``values`` and in the same order; a
+    :class:`Metric` reads those it names in its ``channels``.
     """
 
     ids: tuple[str, ...]
@@ -185,6 +198,7 @@ class ItemResults:
     attempted: Mapping[str, bool]
     strata: Mapping[str, str] = field(default_factory=dict)      # item -> stratum label ("" none)
     judges: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    channels: Mapping[str, list[list[float]]] = field(default_factory=dict)   # name -> repeats x items
 
     @property
     def repeats(self) -> int:

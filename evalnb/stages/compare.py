@@ -162,7 +162,7 @@ def intervals(cmp: Comparison, run: RunRecord) -> dict[str, stats.Interval]:
     """Every metric the benchmark declares, with the compare's bootstrap settings."""
     results = run.results(cmp.benchmark)
     return stats.metric_intervals(results.values, cmp.benchmark.metrics(), strata=_strata(results),
-                                  n_boot=cmp.n_boot, seed=cmp.seed)
+                                  n_boot=cmp.n_boot, seed=cmp.seed, channels=results.channels)
 
 
 def headline_metrics(cmp: Comparison) -> list[Metric]:
@@ -222,7 +222,8 @@ def repeats_table(cmp: Comparison) -> pd.DataFrame:
             continue
         for metric in headline_metrics(cmp):
             rows.append({"model": run.label, "number": metric.name,
-                         **stats.mean_sd(stats.per_repeat(metric, results.values, _strata(results)))})
+                         **stats.mean_sd(stats.per_repeat(metric, results.values, _strata(results),
+                                                                    results.channels))})
     table = pd.DataFrame(rows, columns=["model", "number", "mean", "sd", "n"])
     cmp.tables["repeats"] = table
     return readable(table)
