@@ -60,6 +60,12 @@ class BaseBenchmark:
         return None
 
     STAGE_NOTES: ClassVar[Mapping[str, str]] = {}   # stage -> what it does for this benchmark
+    PROMPTS: ClassVar[Mapping[str, str]] = {}       # name -> a prompt template's text (fingerprinted)
+
+    def prompts(self) -> Mapping[str, str]:
+        """The texts of the prompts this run sends (name -> template), which the shared layer
+        hashes into the fingerprint's ``shared`` part: by default ``PROMPTS``."""
+        return self.PROMPTS
 
     def describe(self, stage: str) -> str:
         return self.STAGE_NOTES.get(stage, GENERIC_STAGE_NOTES[stage])

@@ -22,7 +22,7 @@ from evalnb.core import stats
 from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.core.types import ItemResults, Metric
 from evalnb.core.errors import ConfigError, FingerprintMismatch
-from evalnb.core.fingerprint import short_json
+from evalnb.core.fingerprint import comparable_parts, short_json
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.tables import readable
 
@@ -119,7 +119,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     if len(set(classes.values())) > 1:
         raise ConfigError(f"compare: runs of different benchmarks ({', '.join(sorted(classes))})")
     bench = next(iter(classes.values()))
-    check_comparable(records, bench.COMPARABLE_PARTS)
+    check_comparable(records, comparable_parts(bench.COMPARABLE_PARTS))
     models = [r.model for r in records]
     labels: list[str] = []
     for i, r in enumerate(records):   # a model run twice is told apart by its run directory
@@ -263,6 +263,6 @@ def save_compare(cmp: Comparison) -> Path:
         "benchmark": cmp.name, "runs": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256"),
                                          "offline": r.offline} for r in cmp.runs],
         **({"suite": cmp.suite} if cmp.suite else {}),
-        "comparable_parts": list(cmp.benchmark.COMPARABLE_PARTS), "n_boot": cmp.n_boot, "seed": cmp.seed,
+        "comparable_parts": list(comparable_parts(cmp.benchmark.COMPARABLE_PARTS)), "n_boot": cmp.n_boot, "seed": cmp.seed,
         "tables": {name: json.loads(table.reset_index().to_json(orient="records")) for name, table in cmp.tables.items()}})
     return cmp.out / "compare.json"

@@ -26,7 +26,7 @@ from evalnb.core.errors import ConfigError
 from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
-from evalnb.core.fingerprint import check_or_record, fingerprint
+from evalnb.core.fingerprint import check_or_record, run_fingerprint
 from evalnb.core.manifest import store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
 from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, write_json
@@ -143,8 +143,7 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     warnings = benchmark.warnings
     if not lock.is_stage_kernel(config.output_dir):
         benchmark.check_documents()   # a stage kernel's evalnb checked them moments ago
-    run = Run(config, benchmark, benchmark.tasks,
-              fingerprint(benchmark.fingerprint_parts() | config.response_parts()), warnings)
+    run = Run(config, benchmark, benchmark.tasks, run_fingerprint(config, benchmark), warnings)
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     if hold_lock:
         run.lock = lock.acquire(run.dir, "evalnb run")   # refused if another process runs here
