@@ -30,7 +30,17 @@ NAN = math.nan
 
 
 class BaseBenchmark:
-    """Defaults for the parts of :class:`~evalnb.benchmarks.Benchmark` most benchmarks share."""
+    """Defaults for the parts of :class:`~evalnb.benchmarks.Benchmark` most benchmarks share.
+
+    A subclass gives ``NAME``, ``OPTIONS``, ``PATH_OPTIONS``, ``COMPARABLE_PARTS``, ``ITEM``,
+    ``ITEM_NOUN``, ``FIGURE`` and ``METRICS``; sets ``self.tasks`` in its constructor (after
+    ``super().__init__(config)``, which sets ``self.config`` and ``self.warnings``); and
+    implements ``fingerprint_parts``, ``generation_calls``, ``judge_calls``, ``score``,
+    ``evidence``, ``results``, ``breakdown`` and ``figure``. Everything else has a default here:
+    ``STATUSES`` (every :class:`Status`), ``PROMPTS`` and ``prompts()``, ``check_documents``,
+    ``describe`` (``STAGE_NOTES``), ``calls_model``, ``summary_rows``, ``generation_done``,
+    ``judge_done``, ``metrics``, ``report_tables``, ``compare_tables``, ``compare_figure``.
+    """
 
     NAME: ClassVar[str]
     METRICS: ClassVar[tuple[Metric, ...]]   # the declared metrics, headline ones flagged
@@ -43,12 +53,16 @@ class BaseBenchmark:
     # --- options ---------------------------------------------------------------------------------
 
     def positive_int(self, key: str) -> int:
+        """The option ``key``, checked to be an integer >= 1; else the one-line ConfigError
+        naming the parameters file and the key."""
         value = self.config.options[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise self.config.error(key, f"expected a positive integer, got {value!r}")
         return value
 
     def check_bootstrap(self) -> None:
+        """Check ``n_boot`` (a positive integer) and ``seed`` (an integer), the options
+        ``BOOTSTRAP_OPTIONS`` adds."""
         self.positive_int("n_boot")
         seed = self.config.options["seed"]
         if not isinstance(seed, int) or isinstance(seed, bool):
@@ -84,7 +98,12 @@ class BaseBenchmark:
         return bool(record["status"] == JudgeStatus.OK)
 
     def with_metrics(self, body: dict[str, Any]) -> dict[str, Any]:
-        """``body`` with its declared metrics (values and intervals) under ``metrics``."""
+        """``body`` with its declared metrics (values and intervals) under ``metrics``.
+
+        ``body`` is the scores.json body so far: it must hold ``complete`` and whatever
+        ``results`` reads (the per-item ``tasks`` rows). Each metric is computed from
+        ``results(body)`` with the run's ``n_boot`` and ``seed``; one that is not ``partial``
+        is null while ``complete`` is false."""
         body["metrics"] = metric_summary(type(self), body, self.config.options["n_boot"],  # type: ignore[arg-type]
                                          self.config.options["seed"])
         return body
@@ -134,12 +153,15 @@ def judge_table(results: ItemResults) -> pd.DataFrame:
 
 
 def metric_value(scores: Mapping[str, Any], name: str) -> float | None:
+    """The value of the declared metric ``name`` in a scores.json (None while it is null)."""
     entry = (scores.get("metrics") or {}).get(name) or {}
     value = entry.get("value")
     return float(value) if value is not None else None
 
 
 def metric_ci(scores: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    """The interval of the declared metric ``name`` in a scores.json: ``low``, ``high``,
+    ``n``, ``n_boot``, ``seed``, ``confidence``, ``method`` ...; None when it has none."""
     entry = (scores.get("metrics") or {}).get(name) or {}
     ci = entry.get("ci")
     return dict(ci) if ci else None
@@ -150,4 +172,5 @@ def offline_title(scores: Mapping[str, Any], text: str) -> str:
 
 
 def score_or_nan(value: Any) -> float:
+    """``value`` as a float, NaN for None: a scores.json row's score as a cell of ``values``."""
     return float(value) if value is not None else NAN

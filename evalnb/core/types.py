@@ -26,7 +26,10 @@ ErrorKind = Literal["transient", "permanent"]
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One user turn. ``temperature=None`` means the field is not sent at all."""
+    """One user turn: ``prompt``, the output budget ``max_tokens`` (sent under the endpoint's
+    ``token_param``), ``temperature`` (None: the field is not sent at all), an optional
+    ``system`` prompt and an optional ``json_schema`` for structured output where the
+    provider supports it."""
 
     prompt: str
     max_tokens: int
@@ -58,6 +61,10 @@ class Latency:
 
 @dataclass(frozen=True)
 class Completion:
+    """What an endpoint returned for one request, as every provider reads it: ``text`` (the
+    answer, never the reasoning), ``status`` (``ok``, ``refused`` or ``empty``), and metadata.
+    A benchmark's ``interpret`` gets this and returns the record's fields."""
+
     text: str
     status: CompletionStatus
     finish_reason: str | None = None
@@ -97,7 +104,12 @@ Record: TypeAlias = dict[str, Any]
 
 @dataclass(frozen=True)
 class Prepared:
-    """A call made ready: a request to send, or (``request=None``) a final record as is."""
+    """A call made ready: a request to send, or (``request=None``) a final record as is.
+
+    ``fields`` go into the record. With a request, they are the benchmark's own fields
+    (``task_id`` ...) and ``interpret`` gives ``status`` and ``text``; without one, they are the
+    whole record and must hold ``status`` and ``text`` themselves (an item out of context, an
+    answer read from a file)."""
 
     request: ChatRequest | None
     fields: Mapping[str, Any] = field(default_factory=dict)
@@ -110,6 +122,13 @@ def answer_fields(completion: Completion) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Call:
+    """One call of a stage. ``key``: unique in the stage (the store's key; a resume skips keys
+    whose record is done). ``endpoint``: ``"model"`` for the contestant, ``"judge1"`` ... for the
+    judges. ``prepare()``: run when a worker takes the call (read a document here, not before);
+    returns a :class:`Prepared`. ``interpret(completion)``: the record's fields from the
+    completion (default :func:`answer_fields`); it must return ``status`` and ``text`` (see
+    ``Record``). Neither may call a provider: the stages make the call."""
+
     key: str
     endpoint: str                                   # which provider of the pool runs it
     prepare: Callable[[], Prepared]                 # runs when a worker takes the call
@@ -243,7 +262,13 @@ _SECTIONS: dict[str, type[Fact] | type[Passage] | type[Table]] = {
 
 @dataclass(frozen=True)
 class ItemEvidence:
-    """One item's evidence, as its benchmark declares it; every view renders this alone."""
+    """One item's evidence, as its benchmark declares it; every view renders this alone.
+
+    ``ItemEvidence(item_id, status, score, judges, sections)``: the item's id and status, its
+    score (None while unscored), its per-judge scores (judge label -> score or None; ``{}``
+    without judges) and the sections a reviewer reads, in order (:class:`Fact`,
+    :class:`Passage`, :class:`Table`).
+    """
 
     item_id: str
     status: str
