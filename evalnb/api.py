@@ -63,7 +63,8 @@ DATA_DOCS = {
               "`key`, `endpoint`, `attempts` and the completion's metadata; the benchmark's `Prepared.fields` and "
               "`interpret` give the rest. Every record has `status` (one of the shared statuses, `Status` for the "
               "generate stage and `JudgeStatus` for the judge stage, or one the benchmark declares in `STATUSES`) "
-              "and `text` (a string, or None; a string when `status` is `ok`). A record that breaks this rule "
+              "and, when an interpreter returned it, `text` (a string, or None; a string when `status` is `ok`). "
+              "A record that breaks this rule "
               "fails its own call (recorded `failed_transient`, code `unexpected`, with a message naming the "
               "benchmark, the call and the field) and is never stored.",
     "RunScores": "`tuple[str, Mapping[str, Any]]`: a finished run as `compare_tables` and `compare_figure` get it, "

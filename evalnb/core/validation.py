@@ -14,8 +14,10 @@ The rule a record must follow (:func:`record_problem`):
 - ``status`` is a string, one of the stage's known statuses: the benchmark's ``STATUSES``
   and the shared ones (:class:`~evalnb.core.types.Status` for the generate stage,
   :class:`~evalnb.core.types.JudgeStatus` for the judge stage);
-- ``text`` is present, a string or None (the completion's text; None when there is none);
-- an ``ok`` record's ``text`` is a string.
+- from an interpreter (a completion's record), ``text`` is present: a string (the
+  completion's text), or None; in an ``ok`` record, a string;
+- from a preparation (a record decided without a call: out of context, read from a file,
+  scored by rule), ``text`` may be absent; where present it is a string or None.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ class InvalidRecord(ValueError):
     """A benchmark returned a record that breaks the record rule (the message says which field)."""
 
 
-def record_problem(record: Mapping[str, Any], statuses: Iterable[str]) -> str | None:
-    """What is wrong with ``record`` (``"no 'status'"`` ...), or None when it follows the rule."""
+def record_problem(record: Mapping[str, Any], statuses: Iterable[str], *, completion: bool = True) -> str | None:
+    """What is wrong with ``record`` (``"no 'status'"`` ...), or None when it follows the rule;
+    ``completion``: the record was read from a completion (an interpreter's), so it has a text."""
     known = tuple(dict.fromkeys(statuses))
     if not isinstance(record, Mapping):
         return f"expected a mapping of fields, got {type(record).__name__}"
@@ -44,10 +47,10 @@ def record_problem(record: Mapping[str, Any], statuses: Iterable[str]) -> str | 
     if not isinstance(status, str) or status not in known:
         return f"'status' is {status!r}, not one of {', '.join(known)}"
     if "text" not in record:
-        return "no 'text' (the completion's text, or None)"
+        return "no 'text' (the completion's text, or None)" if completion else None
     if record["text"] is not None and not isinstance(record["text"], str):
         return f"'text' is a {type(record['text']).__name__}, expected a string or None"
-    if status == "ok" and record["text"] is None:
+    if completion and status == "ok" and record["text"] is None:
         return "'text' is None in an 'ok' record"
     return None
 
@@ -77,7 +80,7 @@ def _prepare(call: Call, benchmark: str, stage: str, statuses: tuple[str, ...]) 
     if not isinstance(prepared, Prepared):
         raise InvalidRecord(f"benchmark {benchmark}: {stage} call {call.key!r}: prepare returned a "
                             f"{type(prepared).__name__}, expected Prepared(request, fields)")
-    if prepared.request is None and (problem := record_problem(prepared.fields, statuses)):
+    if prepared.request is None and (problem := record_problem(prepared.fields, statuses, completion=False)):
         raise _fail(call, benchmark, stage, "preparation", problem)
     return prepared
 
