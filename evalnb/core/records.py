@@ -83,6 +83,9 @@ def read_json_if_exists(path: Path) -> Any:
     return json.loads(path.read_text("utf-8")) if path.exists() else None
 
 
+_REPORTED: set[tuple[Path, int]] = set()   # stores whose unreadable lines were reported
+
+
 class JsonlStore:
     """One stage's records, keyed by ``record["key"]``."""
 
@@ -107,8 +110,10 @@ class JsonlStore:
                 unreadable.append(f"line {number} ({record['key']}): {problem}")
                 continue
             records[record["key"]] = record
-        if unreadable:
+        if unreadable and (self.path, len(unreadable)) not in _REPORTED:
             from evalnb.core.progress import say
+
+            _REPORTED.add((self.path, len(unreadable)))   # once per process, not at every load
 
             say(f"WARNING: {self.path}: {len(unreadable)} record(s) do not follow the record rule and are "
                 f"left out (their calls are made again): {'; '.join(unreadable[:3])}"
