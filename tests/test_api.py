@@ -174,3 +174,9 @@ def test_the_examples_pass_mypy_strict_against_an_editable_install(tmp_path: Pat
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "MYPYPATH")}
     (tmp_path / "work").mkdir()
     mypy_examples(python, tmp_path / "work", env)
+
+
+def test_a_channel_metric_says_what_it_is() -> None:
+    """For readers that need a metric's form, not only its value (standard errors, clusters)."""
+    assert api.ratio("correct", "attempted").channel_ratio == ("correct", "attempted")   # type: ignore[attr-defined]
+    assert api.channel_mean("correct").channel_ratio == ("correct", None)   # type: ignore[attr-defined]

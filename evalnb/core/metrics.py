@@ -70,6 +70,7 @@ def channel_mean(channel: str, *, missing: str = "exclude") -> ChannelMetricFn:
     ``Metric(..., channel_mean("correct"), channels=("correct",))``."""
     def channel_mean_fn(values: np.ndarray, strata: Mapping[str, np.ndarray], **channels: np.ndarray) -> np.ndarray:
         return stats.cell_mean(channels[channel], missing=missing)
+    channel_mean_fn.channel_ratio = (channel, None)   # type: ignore[attr-defined]  # see ratio()
     return channel_mean_fn
 
 
@@ -86,4 +87,8 @@ def ratio(numerator: str, denominator: str) -> ChannelMetricFn:
         base = np.where(present, bottom, 0.0).sum(axis=(-2, -1))
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(base > 0, total / np.where(base > 0, base, 1.0), np.nan)
+    # What the function is, for a reader that needs its form rather than its value (a standard
+    # error, a clustered design): sum(numerator cells) / sum(denominator cells); a channel mean
+    # says (channel, None): its present cells over their count.
+    ratio_fn.channel_ratio = (numerator, denominator)   # type: ignore[attr-defined]
     return ratio_fn
