@@ -218,6 +218,23 @@ def test_a_plugin_omitting_the_panel_still_refuses_a_resume_with_a_changed_panel
     pipeline.open_run(first, prefetch_sdks=False)   # unchanged: resumes
 
 
+def test_a_stage_failing_in_an_exception_group_names_the_innermost_cause() -> None:
+    """What the stage's one line says when a cell raised an ExceptionGroup (a TaskGroup's):
+    the sub-exception, not "unhandled errors in a TaskGroup"."""
+    import traceback
+
+    from evalnb.app.notebooks import innermost
+
+    try:
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [KeyError("status")])
+    except ExceptionGroup as group:
+        lines = traceback.format_exception(group)
+    coloured = [f"\x1b[0;31m{line}\x1b[0m" for line in lines]   # as IPython colours a traceback
+    assert innermost("ExceptionGroup", "unhandled errors in a TaskGroup (1 sub-exception)", coloured) == \
+        ("KeyError", "'status'")
+    assert innermost("ValueError", "bad", coloured) == ("ValueError", "bad")
+
+
 # --- end to end: an entry point, a kill and a resume, compare, verify, pack -----------------------------
 
 def evalnb(args: list[str], cwd: Path, pythonpath: list[Path]) -> subprocess.CompletedProcess[str]:

@@ -5,6 +5,7 @@ and HTML written beside it."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +66,25 @@ def failure_cause(notebook: Path, error: Exception) -> str:
     for cell in (nb.cells if nb else []):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error" and out.get("ename") != "PapermillExecutionError":
-                return redact(_one_line(f"{out['ename']}: {out['evalue']}"))
+                ename, evalue = innermost(out["ename"], out["evalue"], out.get("traceback") or [])
+                return redact(_one_line(f"{ename}: {evalue}"))
     return redact(_one_line(f"{getattr(error, 'ename', type(error).__name__)}: "
                             f"{getattr(error, 'evalue', error)}"))
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_RAISED = re.compile(r"^[\s|+\-]*([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Mismatch)): (.*)$")
+
+
+def innermost(ename: str, evalue: str, traceback: list[str]) -> tuple[str, str]:
+    """An exception group's innermost exception (its last sub-exception's type and message, read
+    from the traceback Python printed), else the error as it is: "ExceptionGroup: unhandled
+    errors in a TaskGroup" says nothing of the cause."""
+    if not ename.endswith("ExceptionGroup"):
+        return ename, evalue
+    found = [m for line in traceback for row in _ANSI.sub("", line).splitlines()
+             if (m := _RAISED.match(row)) and not m[1].endswith("ExceptionGroup")]
+    return (found[-1][1], found[-1][2]) if found else (ename, evalue)
 
 
 def _one_line(text: str) -> str:
