@@ -180,3 +180,15 @@ def test_a_channel_metric_says_what_it_is() -> None:
     """For readers that need a metric's form, not only its value (standard errors, clusters)."""
     assert api.ratio("correct", "attempted").channel_ratio == ("correct", "attempted")   # type: ignore[attr-defined]
     assert api.channel_mean("correct").channel_ratio == ("correct", None)   # type: ignore[attr-defined]
+
+
+def test_a_channel_metric_gives_its_form() -> None:
+    """Per item, numerator and denominator: their sums' ratio is the metric (by hand here)."""
+    from evalnb.core.metrics import channel_terms
+
+    channels = {"correct": [list(CORRECT)], "attempted": [list(ATTEMPTED)]}
+    ((y, m),) = channel_terms(RATIO.fn, channels) or ()
+    assert list(y) == list(CORRECT) and list(m) == list(ATTEMPTED) and y.sum() / m.sum() == pytest.approx(7 / 9)
+    ((y, m),) = channel_terms(SHARE.fn, {"correct": [[1.0, np.nan, 0.0]]}) or ()
+    assert list(y) == [1.0, 0.0, 0.0] and list(m) == [1.0, 0.0, 1.0]
+    assert channel_terms(api.mean(), channels) is None

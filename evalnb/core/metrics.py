@@ -92,3 +92,25 @@ def ratio(numerator: str, denominator: str) -> ChannelMetricFn:
     # says (channel, None): its present cells over their count.
     ratio_fn.channel_ratio = (numerator, denominator)   # type: ignore[attr-defined]
     return ratio_fn
+
+
+def channel_terms(fn: object, channels: Mapping[str, object]) -> tuple[tuple[np.ndarray, np.ndarray], ...] | None:
+    """A channel metric's form, for readers that need more than its value (standard errors, a
+    cluster bootstrap): per item, a numerator and a denominator summed over its repeats, such
+    that the metric is sum(numerators) / sum(denominators). For :func:`ratio` the numerator
+    channel's and the denominator channel's cells where both are present; for
+    :func:`channel_mean` the channel's present cells and their count. None for any other
+    function (it declares no form)."""
+    spec = getattr(fn, "channel_ratio", None)
+    if spec is None:
+        return None
+    numerator, denominator = spec
+    top = np.asarray(channels[numerator], dtype=float)
+    top = top[None, :] if top.ndim == 1 else top
+    if denominator is None:
+        present = ~np.isnan(top)
+        return ((np.where(present, top, 0.0).sum(axis=0), present.sum(axis=0).astype(float)),)
+    bottom = np.asarray(channels[denominator], dtype=float)
+    bottom = bottom[None, :] if bottom.ndim == 1 else bottom
+    present = ~(np.isnan(top) | np.isnan(bottom))
+    return ((np.where(present, top, 0.0).sum(axis=0), np.where(present, bottom, 0.0).sum(axis=0)),)
