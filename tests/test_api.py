@@ -183,12 +183,15 @@ def test_a_channel_metric_says_what_it_is() -> None:
 
 
 def test_a_channel_metric_gives_its_form() -> None:
-    """Per item, numerator and denominator: their sums' ratio is the metric (by hand here)."""
-    from evalnb.core.metrics import channel_terms
+    """Per item, numerator and denominator: their sums' ratio is the metric (by hand here), the
+    form the standard errors and the cluster bootstrap read (evalnb.core.clustered)."""
+    from evalnb.core.clustered import form_of
 
     channels = {"correct": [list(CORRECT)], "attempted": [list(ATTEMPTED)]}
-    ((y, m),) = channel_terms(RATIO.fn, channels) or ()
-    assert list(y) == list(CORRECT) and list(m) == list(ATTEMPTED) and y.sum() / m.sum() == pytest.approx(7 / 9)
-    ((y, m),) = channel_terms(SHARE.fn, {"correct": [[1.0, np.nan, 0.0]]}) or ()
-    assert list(y) == [1.0, 0.0, 0.0] and list(m) == [1.0, 0.0, 1.0]
-    assert channel_terms(api.mean(), channels) is None
+    form = form_of(RATIO.fn, [list(CORRECT)], {}, channels)
+    assert form is not None and form.value() == pytest.approx(7 / 9)
+    ((y, m),) = form.terms
+    assert list(y) == list(CORRECT) and list(m) == list(ATTEMPTED)
+    form = form_of(SHARE.fn, [[1.0, np.nan, 0.0]], {}, {"correct": [[1.0, np.nan, 0.0]]})
+    assert form is not None and [list(t) for t in form.terms[0]] == [[1.0, 0.0, 0.0], [1.0, 0.0, 1.0]]
+    assert form_of(RATIO.fn, [list(CORRECT)], {}) is None   # no channels given: no form, no guess

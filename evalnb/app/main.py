@@ -101,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     suite_p.add_argument("suite_file", type=Path)
     suite_p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                          help="override a shared parameter of the suite (dotted keys, YAML values); repeatable")
+    from evalnb.app import plan
+    plan.add_parser(sub)
     args = parser.parse_args(argv)
     # Each command's module is imported only when it runs: `evalnb run` starts its kernel
     # before it imports the stages, and `evalnb status` never imports them.
@@ -136,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "verify":
             from evalnb.app.verify import verify_command
             return verify_command(args.target, args.sets)
+        if args.command == "plan":
+            return plan.plan_command(args)
         if args.command == "pack":
             from evalnb.app.pack import pack_command
             return pack_command(args.run_dir, args.output)

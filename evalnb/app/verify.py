@@ -45,9 +45,10 @@ from evalnb.stages.render import provenance, render_notebook
 EXIT_OK, EXIT_DIFFERS = 0, 1
 RUN_NOTEBOOKS = ("01_generate.ipynb", "02_judge.ipynb", "03_aggregate.ipynb", "04_report.ipynb")
 REPORT_CALLS = ("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
-                "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "batches_table")
-COMPARE_CALLS = ("leaderboard", "leaderboard_figure", "paired_differences", "judge_means", "judge_agreement",
-                 "disagreements", "benchmark_analysis", "benchmark_compare_figure", "repeats_table", "save_compare")
+                "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "batches_table", "standard_errors")
+COMPARE_CALLS = ("leaderboard", "leaderboard_figure", "paired_differences", "pairwise", "judge_means",
+                 "judge_agreement", "disagreements", "benchmark_analysis", "benchmark_compare_figure", "repeats_table",
+                 "save_compare")
 
 
 def files_of(folder: Path) -> Iterator[Path]:

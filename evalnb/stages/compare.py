@@ -25,6 +25,7 @@ from evalnb.core.errors import ConfigError, FingerprintMismatch
 from evalnb.core.fingerprint import comparable_parts, short_json
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.tables import readable
+from evalnb.stages import joint as joint_stats
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -68,6 +69,9 @@ class Comparison:
     top: int = 10                   # how many largest disagreements / most-missed items to list
     tables: dict[str, Any] = field(default_factory=dict)
     suite: dict[str, Any] | None = None   # a suite's leaderboard: its name, provisional, missing contestants
+    alpha: float = 0.05             # the level of the pairwise verdicts (after Holm)
+    power: float = 0.8              # the power of the minimum detectable differences
+    _joint: joint_stats.Joint | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -99,7 +103,7 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
 
 def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
                  n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
-                 suite: Mapping[str, Any] | None = None) -> Comparison:
+                 suite: Mapping[str, Any] | None = None, alpha: float = 0.05, power: float = 0.8) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
@@ -110,6 +114,9 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
         return open_compare(compare_params(Path(runs)))
     if isinstance(runs, Mapping):
         return open_compare(**runs)
+    for key, value in (("alpha", alpha), ("power", power)):   # the pairwise verdicts' level and the MDE's power
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise ConfigError(f"compare: {key}: expected a number strictly between 0 and 1, got {value!r}")
     if len(runs) < (1 if suite else 2):   # a suite's provisional leaderboard may hold one run
         raise ConfigError("compare: give at least two run directories")
     records = [load_run(Path(r).resolve()) for r in runs]
@@ -129,7 +136,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     if suite:   # shown in the notebook, above the leaderboard
         print(suite_banner(suite))
     return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
-                      suite=dict(suite) if suite else None)
+                      suite=dict(suite) if suite else None, alpha=alpha, power=power)
 
 
 def suite_banner(suite: Mapping[str, Any]) -> str:
@@ -169,6 +176,14 @@ def headline_metrics(cmp: Comparison) -> list[Metric]:
     return [m for m in cmp.benchmark.metrics() if m.headline]
 
 
+def joint(cmp: Comparison) -> joint_stats.Joint:
+    """The headline metrics of every run on one cluster bootstrap (pairs and ranks), made once."""
+    if cmp._joint is None:
+        cmp._joint = joint_stats.joint_bootstrap(cmp.benchmark, [(r.label, r.results(cmp.benchmark)) for r in cmp.runs],
+                                                 headline_metrics(cmp), n_boot=cmp.n_boot, seed=cmp.seed)
+    return cmp._joint
+
+
 def leaderboard(cmp: Comparison) -> pd.DataFrame:
     """Models sorted by the first headline metric, every declared metric with its seeded
     percentile bootstrap interval (the same procedure and metrics as each run's own report)."""
@@ -182,6 +197,11 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
                 row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high}
         rows.append(row)
     first = headline_metrics(cmp)[0].name
+    if any(m.name == first for m in joint(cmp).metrics):   # how sure the order is (evalnb.core.ranks)
+        ranks = joint_stats.ranks(joint(cmp), first)
+        for row in rows:
+            rank = ranks[row["model"]]
+            row |= {"rank": rank.rank, "rank_interval": rank.interval_text, "p_first": rank.p_first}
     table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
     cmp.tables["leaderboard"] = table
     return readable(table)
@@ -241,14 +261,19 @@ def leaderboard_figure(cmp: Comparison) -> ReportFigure:
     metrics = headline_metrics(cmp)
     fig = new_figure((4.5 * len(metrics), 0.6 * len(table) + 1.6))
     axes = fig.subplots(1, len(metrics), squeeze=False)
+    names = list(table.index)
+    if "rank_interval" in table:   # how sure each place is (rank interval, P(first): the joint cluster bootstrap)
+        names = [f"{m}\nrank {r}, P(first) {p:.2f}" for m, r, p in zip(names, table["rank_interval"], table["p_first"])]
     for ax, metric in zip(axes[0], metrics):
         values = table[metric.name]
         errors = [values - table[f"{metric.name}_ci_low"], table[f"{metric.name}_ci_high"] - values]
-        ax.barh(list(table.index)[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
+        ax.barh(names[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
                 color=["#bbbbbb" if off else "#4c72b0" for off in list(table["offline"])[::-1]])
         ax.set_xlim(0, 1)
         ax.set_xlabel(metric.label.split(":")[0])
     fig.suptitle(f"{cmp.name} leaderboard, 95% bootstrap CI (n_boot={cmp.n_boot}, seed={cmp.seed})"
+                 + (f"\nranks on {metrics[0].name}, 95% rank interval from one joint cluster bootstrap"
+                    if "rank_interval" in table else "")
                  + ("\ngrey: offline approximations, not comparable with the paper" if table["offline"].any() else ""))
     fig.tight_layout()
     return save_figure(fig, cmp.out / "figures", "leaderboard")

@@ -212,6 +212,7 @@ class WildTraceProtocol(BaseBenchmark):
                                            "missing", "failed_transient", "pending")
     ITEM: ClassVar[type] = WildTraceTask
     ITEM_NOUN: ClassVar[str] = "task"
+    CLUSTER_NOUN: ClassVar[str | None] = "document"   # reading 31: tasks about one document are one cluster
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -328,7 +329,7 @@ class WildTraceProtocol(BaseBenchmark):
             elif value is None:   # failed_transient, or never generated: resumable
                 pending_generation += 1
             rows.append({
-                "task_id": task.task_id, "status": status, "score": value,
+                "task_id": task.task_id, "status": status, "score": value, "corpus_file": task.corpus_file,
                 "route": response.get("route") if response else None,
                 "max_points": task.max_points,
                 "rubric": [{"points": i.points, "criterion": i.criterion} for i in task.rubric],
@@ -369,4 +370,5 @@ class WildTraceProtocol(BaseBenchmark):
             statuses={r["task_id"]: r["status"] for r in rows},
             attempted={r["task_id"]: r["status"] not in (Status.OUT_OF_CONTEXT, Status.MISSING) for r in rows},
             judges={r["task_id"]: {f"{j['judge']} {j['model']}": j["score"] for j in r["judges"]
-                                   if j["score"] is not None} for r in rows})
+                                   if j["score"] is not None} for r in rows},
+            clusters={r["task_id"]: r["corpus_file"] for r in rows if r.get("corpus_file")})
