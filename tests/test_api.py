@@ -1,6 +1,6 @@
 """The public benchmark API (issue 29): evalnb.api, its generated reference page, named
-per-item channels reaching a ratio metric and its interval, per-metric paired differences,
-and the record rule a benchmark's records follow.
+per-item channels reaching a ratio metric and its interval (and its form, for the
+statistics), the record rule a benchmark's records follow, and mypy --strict on the examples.
 
 Intervals are checked against this file's own bootstrap (numpy's PCG64 seeded as stats'
 module doc says: items drawn with replacement, the metric on each replicate, the 2.5 and 97.5
@@ -23,8 +23,7 @@ import pytest
 from evalnb import api
 from evalnb.app import apidoc
 from evalnb.core import stats
-from evalnb.core.paired_metrics import paired_metric_intervals
-from evalnb.core.types import ItemResults, Metric
+from evalnb.core.types import Metric
 from evalnb.core.validation import known_statuses, record_problem
 from tests.conftest import ROOT
 
@@ -94,27 +93,6 @@ def test_a_metric_reading_a_channel_the_results_lack_is_named() -> None:
     with pytest.raises(ValueError, match=r"metric 'given' reads channel\(s\) attempted, which the results do not "
                                          r"have \(correct\)"):
         stats.metric_intervals([list(CORRECT)], [RATIO], channels={"correct": [list(CORRECT)]})
-
-
-def results(correct: np.ndarray, attempted: np.ndarray) -> ItemResults:
-    ids = tuple(f"i{k}" for k in range(len(correct)))
-    return ItemResults(ids, [list(correct)], dict(zip(ids, correct)), dict.fromkeys(ids, "ok"), dict.fromkeys(ids, True),
-                       channels={"correct": [list(correct)], "attempted": [list(attempted)]})
-
-
-def test_paired_differences_per_declared_metric() -> None:
-    """metric(a) - metric(b) on the same resampled items: a difference of ratios."""
-    other_c = np.array([1, 1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0], dtype=float)
-    other_a = np.array([1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0, 0], dtype=float)
-    common, out = paired_metric_intervals(results(CORRECT, ATTEMPTED), results(other_c, other_a), [RATIO, SHARE],
-                                          n_boot=N_BOOT, seed=SEED)
-    assert len(common) == 12
-    assert out["given"].mean == pytest.approx(7 / 9 - 4 / 7)
-    assert (out["given"].low, out["given"].high) == pytest.approx(own_bootstrap(
-        lambda c, a, oc, oa: (c.sum() / a.sum() if a.sum() else np.nan) - (oc.sum() / oa.sum() if oa.sum() else np.nan),
-        CORRECT, ATTEMPTED, other_c, other_a))
-    assert (out["correct"].low, out["correct"].high) == pytest.approx(
-        own_bootstrap(lambda c, oc: c.mean() - oc.mean(), CORRECT, other_c))
 
 
 # --- the record rule -----------------------------------------------------------------------------------

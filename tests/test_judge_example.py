@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalnb.benchmarks import benchmark_for
 from evalnb.core.errors import FingerprintMismatch
 from evalnb.stages import pipeline
 from tests.conftest import FAST_RETRY, ROOT
@@ -305,12 +304,8 @@ def test_the_example_end_to_end_by_entry_point(tmp_path: Path, on_path: Path, mo
         for name, (value, low, high) in expected(row["model"]).items():
             assert (row[name], row[f"{name}_ci_low"], row[f"{name}_ci_high"]) == pytest.approx((value, low, high))
 
-    # Each declared metric's paired difference between the two (the primitive the statistics read).
-    from evalnb.core.paired_metrics import paired_metric_intervals
-
-    bench = benchmark_for("judge_qa")
-    read = {m: bench.results(json.loads((run / "scores.json").read_text())) for m, run in runs.items()}
-    _, paired = paired_metric_intervals(read["sure"], read["shy"], bench.metrics(), n_boot=N_BOOT, seed=SEED)
+    # Each headline metric's paired difference (the statistics' pairwise table), the ratio one
+    # against this file's own paired bootstrap: the same items drawn for both contestants.
     grades = {m: np.array([ANSWERS[m][q["id"]][1] for q in questions()]) for m in ANSWERS}
     correct = {m: (g == "CORRECT").astype(float) for m, g in grades.items()}
     attempted = {m: (g != "NOT_ATTEMPTED").astype(float) for m, g in grades.items()}
@@ -318,12 +313,17 @@ def test_the_example_end_to_end_by_entry_point(tmp_path: Path, on_path: Path, mo
     def given_at(model: str, d: np.ndarray) -> float:
         return correct[model][d].sum() / attempted[model][d].sum() if attempted[model][d].sum() else np.nan
 
-    draws = np.random.default_rng(SEED).integers(0, 8, size=(N_BOOT, 8))   # the same items for both
+    draws = np.random.default_rng(SEED).integers(0, 8, size=(N_BOOT, 8))
     reps = np.array([given_at("sure", d) - given_at("shy", d) for d in draws])
-    given = paired["correct_given_attempted"]
-    assert given.mean == pytest.approx(expected("sure")["correct_given_attempted"][0]
-                                       - expected("shy")["correct_given_attempted"][0])
-    assert (given.low, given.high) == pytest.approx(tuple(np.quantile(reps[np.isfinite(reps)], [0.025, 0.975])))
+    pairs = {row["metric"]: row for row in json.loads((tmp_path / "cmp" / "compare.json").read_text())
+             ["tables"]["pairwise"]}
+    assert set(pairs) == {"correct", "correct_given_attempted"}   # the headline metrics, both over channels
+    row = pairs["correct_given_attempted"]
+    assert (row["model_a"], row["model_b"]) == ("sure", "shy")
+    assert row["delta"] == pytest.approx(expected("sure")["correct_given_attempted"][0]
+                                         - expected("shy")["correct_given_attempted"][0])
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(tuple(np.quantile(reps[np.isfinite(reps)], [0.025, 0.975])))
+    assert pairs["correct"]["delta"] == pytest.approx(expected("sure")["correct"][0] - expected("shy")["correct"][0])
 
     done = evalnb(["pack", str(runs["sure"]), "-o", str(tmp_path / "sure.tar.gz")], tmp_path, path)
     assert done.returncode == 0 and (tmp_path / "sure.tar.gz").is_file(), done.stderr
