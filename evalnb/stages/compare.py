@@ -22,7 +22,7 @@ from evalnb.core import stats
 from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.core.types import ItemResults, Metric
 from evalnb.core.errors import ConfigError, FingerprintMismatch
-from evalnb.core.fingerprint import comparable_parts, short_json
+from evalnb.core.fingerprint import change_lines, comparable_parts
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.tables import readable
 from evalnb.stages import joint as joint_stats
@@ -95,10 +95,9 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
         differ = [p for p in parts if first.fingerprint["parts"].get(p, {}).get("sha256")
                   != other.fingerprint["parts"].get(p, {}).get("sha256")]
         if differ:
-            detail = "; ".join(f"{p}: {short_json(first.fingerprint['parts'].get(p, {}).get('value'))} vs "
-                               f"{short_json(other.fingerprint['parts'].get(p, {}).get('value'))}" for p in differ)
+            detail = "\n".join(f"  {line}" for line in change_lines(first.fingerprint, other.fingerprint, parts=differ))
             raise FingerprintMismatch(f"refusing to compare {first.dir} with {other.dir}: {', '.join(differ)} "
-                                      f"differ ({detail}). The protocol forbids mixing such scores.")
+                                      f"differ (first -> second):\n{detail}\nThe protocol forbids mixing such scores.")
 
 
 def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
@@ -119,7 +118,10 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
             raise ConfigError(f"compare: {key}: expected a number strictly between 0 and 1, got {value!r}")
     if len(runs) < (1 if suite else 2):   # a suite's provisional leaderboard may hold one run
         raise ConfigError("compare: give at least two run directories")
-    records = [load_run(Path(r).resolve()) for r in runs]
+    dirs = [Path(r).resolve() for r in runs]
+    if twice := sorted({str(d) for d in dirs if dirs.count(d) > 1}):   # a paired difference of 0 by construction
+        raise ConfigError(f"compare: {twice[0]} is given twice; a run compared with itself says nothing: give different runs")
+    records = [load_run(d) for d in dirs]
     # Each run's benchmark as its parameters named it (a built-in name, an import path or an
     # entry point): two names for one class are one benchmark.
     classes = {name: benchmark_for(name, "compare") for name in {r.scores["benchmark"] for r in records}}
