@@ -23,7 +23,7 @@ import yaml
 
 from evalnb.core.errors import ConfigError
 from evalnb.core.overrides import apply_sets  # noqa: F401  (--set: evalnb.config.apply_sets for every caller)
-from evalnb.core.run_config import EndpointConfig, RunConfig
+from evalnb.core.run_config import EndpointConfig, QuietDefault, RunConfig
 from evalnb.core.types import RetryPolicy
 from evalnb.core.redaction import SECRET_NAME, SECRET_VALUE
 from evalnb.providers import BATCH_PROVIDERS, PROVIDERS, REGISTRY, STREAMING_PROVIDERS
@@ -341,7 +341,8 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         return p if p.is_absolute() else (base / p).resolve()
 
     corpus = path(params["corpus"]) if params.get("corpus") else None
-    options = {k: params.get(k, default) for k, default in option_defaults.items()}
+    options = {k: params.get(k, default) for k, default in option_defaults.items()
+               if not (isinstance(default, QuietDefault) and default.is_default(params.get(k, default.value)))}
     config = RunConfig(
         benchmark=str(params["benchmark"]), run_name=run_name,
         output_dir=path(params.get("output_dir") or Path("outputs") / run_name),

@@ -14,6 +14,20 @@ from evalnb.core.types import RetryPolicy
 
 
 @dataclass(frozen=True)
+class QuietDefault:
+    """A benchmark option's default that is left out of the resolved options (and so of
+    config.json and scores.json) while in force: adding such an option to a benchmark changes
+    nothing a run that does not use it records (WildTrace's ``repeats: 1``). The benchmark reads
+    it with ``config.options.get(key, default)``."""
+
+    value: Any
+
+    def is_default(self, given: Any) -> bool:
+        # the type too: True == 1, but ``repeats: true`` must reach the benchmark's check
+        return type(given) is type(self.value) and given == self.value
+
+
+@dataclass(frozen=True)
 class EndpointConfig:
     """One model endpoint: the contestant or a judge."""
 
