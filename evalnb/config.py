@@ -24,6 +24,7 @@ import yaml
 from evalnb.core.errors import ConfigError
 from evalnb.core.overrides import apply_sets  # noqa: F401  (--set: evalnb.config.apply_sets for every caller)
 from evalnb.core.run_config import EndpointConfig, QuietDefault, RunConfig
+from evalnb.core.subset import check_subset
 from evalnb.core.types import RetryPolicy
 from evalnb.core.redaction import SECRET_NAME, SECRET_VALUE
 from evalnb.providers import BATCH_PROVIDERS, PROVIDERS, REGISTRY, STREAMING_PROVIDERS
@@ -33,7 +34,7 @@ RESEND = ("batch", "live")
 BATCH_OPTION_KEYS = frozenset({"resend", "max_requests", "max_bytes", "inline_max_bytes"})
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
-               "model", "judges", "retry", "prices", "budget")
+               "model", "judges", "retry", "prices", "budget", "subset", "judge_retest")
 PATH_KEYS = ("output_dir", "data", "corpus")
 PRICE_KEYS = frozenset({"input", "output", "batch_input", "batch_output"})
 RATE_LIMIT_KEYS = frozenset({"requests_per_minute", "input_tokens_per_minute",
@@ -227,7 +228,7 @@ def _check_types(e: EndpointConfig, role: str) -> None:
             isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in e.rate_limit.values())):
         raise bad("rate_limit", "a mapping of positive numbers with keys among "
                   + ", ".join(sorted(RATE_LIMIT_KEYS)))
-    for key in ("base_url", "api_key_env", "api_version"):
+    for key in ("base_url", "api_key_env", "api_version", "family"):
         if getattr(e, key) is not None and not isinstance(getattr(e, key), str):
             raise bad(key, "a string")
     if e.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", e.api_key_env):
@@ -294,6 +295,23 @@ def check_budget(raw: Any, source: str) -> dict[str, Any] | None:
     return budget
 
 
+def check_judge_retest(raw: Any, source: str, judges: int) -> dict[str, int] | None:
+    """``judge_retest: {sample: M, repeats: K, seed: S}`` (evalnb.stages.judge_retest): M answers
+    judged K more times by every judge; seed 0 unless given."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or not {"sample", "repeats"} <= set(raw) <= {"sample", "repeats", "seed"}:
+        raise ConfigError(f"{source}: judge_retest: expected {{sample: M, repeats: K}} (seed optional), got {raw!r}")
+    for key in ("sample", "repeats", "seed"):
+        value = raw.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or (key != "seed" and value < 1):
+            raise ConfigError(f"{source}: judge_retest.{key}: expected a {'positive ' if key != 'seed' else ''}"
+                              f"integer, got {value!r}")
+    if not judges:
+        raise ConfigError(f"{source}: judge_retest: the run has no judges to retest")
+    return {"sample": raw["sample"], "repeats": raw["repeats"], "seed": raw.get("seed", 0)}
+
+
 def check_priced(config: RunConfig) -> None:
     """Under a ceiling every model whose calls cost money has a price: a ceiling that counted an
     unpriced model as free would be no ceiling."""
@@ -352,6 +370,7 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         judges=tuple(_endpoint(j, f"judges[{i}]", concurrency, source) for i, j in enumerate(judges_raw)),
         retry=_retry(params.get("retry"), source), prices=dict(prices), options=options, source=source,
         budget=check_budget(params.get("budget"), source),
+        subset=check_subset(params.get("subset"), source),
     )
     if config.budget:
         check_priced(config)

@@ -387,7 +387,8 @@ def scripted(failures: dict[str, Any]) -> Any:
 
 REPLY_KINDS = {"wt-sample-01": Refusal(), "wt-sample-02": Empty(), "wt-sample-03": Text(" \n"),
                "wt-sample-04": Error(400, "the request is invalid"), "wt-sample-05": Text("cut short", finish="length"),
-               "wt-sample-06": Error(404, "no such model")}
+               # (a 404 is the endpoint's, not the item's: reading 30, tests/test_endpoint_failures.py)
+               "wt-sample-06": Error(400, "Unsupported parameter: 'stop'")}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -567,7 +568,7 @@ def test_estimate_shows_live_and_batch_cost_side_by_side(tmp_path: Path, capsys:
     params["model"]["mode"] = "batch"
     params["prices"] = {"contestant-x": {"input": 3.0, "output": 15.0}, "judge-1": {"input": 1.0, "output": 2.0}}
     (tmp_path / "p.json").write_text(json.dumps(params))
-    assert main(["estimate", str(tmp_path / "p.json")]) == 0
+    assert main(["estimate", str(tmp_path / "p.json"), "--wide"]) == 0
     out = capsys.readouterr().out
     assert "max_total_cost_batch_usd" in out and "50% of the live price" in out
     from evalnb.stages.accounting import estimate

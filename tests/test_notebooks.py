@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from evalnb.app.main import main
+from tests.test_cli_runs import check_demo_in_the_terminal
 from evalnb.app.notebooks import COMPARE_NOTEBOOK, notebook_for
 from evalnb.core.types import STAGES
 from tests.conftest import ROOT
@@ -148,6 +149,8 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
         report = nbformat.read(other / "04_report.ipynb", as_version=4)
         assert sum("image/png" in o.get("data", {}) for c in report.cells if c.cell_type == "code"
                    for o in c.outputs) == 2
+    # Issue 26: what the terminal showed of it, and what `evalnb status` says of its folders.
+    check_demo_in_the_terminal(tmp_path, printed, capfd)
 
 
 def test_notebooks_run_as_is_from_their_folder(tmp_path: Path) -> None:

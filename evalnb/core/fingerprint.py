@@ -14,6 +14,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from evalnb.core import subset
 from evalnb.core.errors import FingerprintMismatch
 from evalnb.core.jsondiff import as_json, differences, short
 from evalnb.core.run_config import RunConfig
@@ -112,7 +113,9 @@ def comparable_parts(declared: Sequence[str]) -> tuple[str, ...]:
 
 def run_fingerprint(config: RunConfig, benchmark: Any) -> dict[str, Any]:
     """A run's fingerprint, the one way every command makes it: the benchmark's own parts, the
-    shared part (:func:`shared_parts`, which no benchmark can override) and the endpoints'
-    response settings (``RunConfig.response_parts``)."""
+    shared part (:func:`shared_parts`, which no benchmark can override), the endpoints'
+    response settings (``RunConfig.response_parts``) and the subset of the data a run took
+    (``evalnb run --limit``, :mod:`evalnb.core.subset`)."""
     parts: dict[str, Any] = dict(benchmark.fingerprint_parts())
-    return fingerprint(parts | shared_parts(config, benchmark) | config.response_parts())
+    return fingerprint(parts | shared_parts(config, benchmark) | config.response_parts()
+                       | subset.fingerprint_part(config.subset))

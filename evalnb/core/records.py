@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from evalnb.core.errors import DataError
 from evalnb.core.redaction import redact_values
+from evalnb.core.types import FAILED_ENDPOINT
 from evalnb.core.validation import stored_record_problem
 
 
@@ -93,7 +94,10 @@ class JsonlStore:
         self.path = path
         self._file: TextIO | None = None
 
-    def load(self) -> dict[str, dict[str, Any]]:
+    def load(self, *, endpoint_failures: bool = False) -> dict[str, dict[str, Any]]:
+        """The latest record of each key. A line of an endpoint failure (reading 30,
+        ``FAILED_ENDPOINT``) is the endpoint's, not its item's: it is left out (the item is
+        pending, and resumes), unless ``endpoint_failures`` asks for every line's say."""
         if not self.path.exists():
             return {}
         self._heal()
@@ -109,7 +113,8 @@ class JsonlStore:
             if problem := stored_record_problem(record):   # an older version's line: its call is made again
                 unreadable.append(f"line {number} ({record['key']}): {problem}")
                 continue
-            records[record["key"]] = record
+            if endpoint_failures or record.get("status") != FAILED_ENDPOINT:
+                records[record["key"]] = record
         if unreadable and (self.path, len(unreadable)) not in _REPORTED:
             from evalnb.core.progress import say
 

@@ -19,7 +19,13 @@ from evalnb.core.tokens import estimate_tokens
 from evalnb.core.types import CALL_STAGES, Prepared, Record
 from evalnb.execution.batch.journal import batched_keys
 from evalnb.core.latency import measured_estimate
+from evalnb.stages import judge_retest
 
+
+
+# Endpoints that bill nothing unless the parameters give them a price: the offline baselines,
+# and a command run on this machine (a local model, a rater).
+FREE_PROVIDERS = frozenset({"offline", "command"})
 
 
 def endpoint_names(config: RunConfig) -> dict[str, str]:
@@ -103,7 +109,7 @@ def quota_minutes(rate_limit: Mapping[str, float] | None, row: Mapping[str, Any]
 def minimum_run_minutes(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """Stages run one after another and the endpoints of a stage side by side."""
     per_stage = [max((r["min_minutes_under_rate_limit"] or 0.0 for r in rows if r["stage"] == stage), default=0.0)
-                 for stage in CALL_STAGES]
+                 for stage in dict.fromkeys(r["stage"] for r in rows)]
     if all(r["min_minutes_under_rate_limit"] is None for r in rows):
         return None
     return round(sum(per_stage), 2)
@@ -159,14 +165,19 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
         # Decided without a call (e.g. out of context) as recorded; otherwise assume an answer.
         responses[key] = dict(prepared.fields) if prepared.request is None else \
             {"status": "ok", "text": "x" * assumed_response_chars}
-    tally("judge", bench.judge_calls(responses), bench.judge_done)
+    judge_calls = bench.judge_calls(responses)
+    tally("judge", judge_calls, bench.judge_done)
+    if config.judge_retest:   # the retest study: sampled from every answer judged (before the run: assumed)
+        tally(judge_retest.STAGE, judge_retest.retest_calls(config.judge_retest, judge_calls, None, bench.judge_done),
+              bench.judge_done)
 
     limits = {names.get(role, role): e.rate_limit
               for role, e in (("model", config.model), *config.judge_roles())}
     # Measured where the run has finished calls: their median time, their mean output.
-    stores = {stage: JsonlStore(run_dir / f"{stage}.jsonl").load() for stage in CALL_STAGES}
+    stores = {stage: JsonlStore(run_dir / f"{stage}.jsonl").load() for stage in (*CALL_STAGES, judge_retest.STAGE)}
     parallel = {names.get(role, role): min(e.concurrency or config.concurrency, config.concurrency)
                 for role, e in (("model", config.model), *config.judge_roles())}
+    free = {e.name for e in (config.model, *config.judges) if e.provider in FREE_PROVIDERS}
     for r in rows.values():
         # A batch is not held to the live rate limit (the providers' batch limits are separate).
         r["min_minutes_under_rate_limit"] = quota_minutes(limits.get(r["model"]), r) if r["mode"] == "live" else None
@@ -177,6 +188,8 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
         # Live and batch side by side, whichever mode the endpoint is set to.
         r["max_total_cost_batch_usd"] = batch_cost_usd(r["model"], r["est_input_tokens"], r["max_output_tokens"],
                                                        config.prices)
+        if r["model"] in free and r["model"] not in config.prices:   # an offline baseline or a local command
+            r.update(est_input_cost_usd=0.0, max_total_cost_usd=0.0, max_total_cost_batch_usd=0.0, free=True)
         r |= measured_estimate(r["to_make"], [rec for rec in stores[r["stage"]].values()
                                               if names.get(str(rec["endpoint"]), rec["endpoint"]) == r["model"]],
                                parallel.get(r["model"], 1))

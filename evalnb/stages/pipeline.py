@@ -16,20 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-
 from evalnb import config as cfg
 from evalnb.stages.accounting import endpoint_names, usage_by_stage
 from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
 from evalnb.core.run_config import EndpointConfig, RunConfig
-from evalnb.core import lock
-from evalnb.core.errors import ConfigError
+from evalnb.core import lock, subset
+from evalnb.core.errors import ConfigError, EndpointFailure
 from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
 from evalnb.core.fingerprint import check_or_record, run_fingerprint
 from evalnb.core.manifest import stage_entry, store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
-from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, write_json
+from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, read_lines, write_json
 from evalnb.core.types import CALL_STAGES, Call, Record
 from evalnb.core.validation import checked_calls
 from evalnb.execution import run_stage_calls
@@ -38,10 +37,12 @@ from evalnb.execution.batch.views import stage_manifest
 from evalnb.execution.runner import run_blocking
 from evalnb.core.progress import say
 from evalnb.stages.stage_outcome import outcome_line
+from evalnb.stages.failure_summary import failure_summary, no_answer_line, stop_line, stopped_in, summary_lines, summary_table
 from evalnb.execution.budget import Budget
 from evalnb.execution.budget_views import budget_summary
 from evalnb.core.latency import latency_summary
 from evalnb.core.reasoning import reasoning_summary
+from evalnb.stages import judge_retest, judge_stats
 
 if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
     import pandas as pd
@@ -115,7 +116,14 @@ def make_benchmark(config: RunConfig, bench: type[Benchmark]) -> Benchmark:
     """The run's benchmark, built once: it checks its own parameters and loads its inputs.
     It is told what a run being resumed recorded (e.g. the date a rating header keeps)."""
     recorded = read_json_if_exists(config.output_dir / "fingerprint.json")
-    return bench(config, recorded["parts"] if recorded else None)
+    benchmark = bench(config, recorded["parts"] if recorded else None)
+    if config.subset:   # part of the data only (evalnb run --limit/--items)
+        tasks = benchmark.tasks
+        try:
+            benchmark.tasks = subset.select(tasks, config.subset, [t.task_id for t in tasks], config.source)  # type: ignore[misc]
+        except AttributeError:
+            raise config.error("subset", f"benchmark {config.benchmark} does not let its tasks be narrowed") from None
+    return benchmark
 
 
 def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *,
@@ -150,9 +158,11 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     if hold_lock:
         run.lock = lock.acquire(run.dir, "evalnb run")   # refused if another process runs here
+    starting = not run.path("fingerprint.json").exists()
     _record_run(run, keep_config)
-    for warning in warnings:
-        print(f"WARNING: {warning}", file=sys.stderr)
+    if starting:   # once per run, as it starts; the run's summary table shows them every time
+        for warning in warnings:
+            print(f"WARNING: {warning}", file=sys.stderr)
     return run
 
 
@@ -198,9 +208,10 @@ def check_keys(config: RunConfig, model: bool = True) -> None:
 
 # --- running calls ----------------------------------------------------------------------------
 
-def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig],
-           done: Any) -> Counter[str]:
-    started = utc_now()
+def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig], done: Any,
+           after: Callable[[Run], None] | None = None) -> Counter[str]:
+    """Run the stage's calls and record them, then ``after``; an endpoint failure (reading 30) ends it there."""
+    started, before = utc_now(), len(read_lines(run.path(f"{name}.jsonl")))   # this pass's lines come after
     store = JsonlStore(run.path(f"{name}.jsonl"))
     bench = type(run.benchmark)   # a record the benchmark returns is checked in its own call, never stored bad
     calls = checked_calls(calls, bench.NAME, name, bench.STATUSES)
@@ -208,11 +219,18 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
         calls, endpoints, store, run.dir, policy=run.config.retry, concurrency=run.config.concurrency, done=done,
         stage=name, budget=Budget.open(run.config)))   # the ceiling, with what the records say is spent
     say(outcome_line(name, len(calls), counts, _calls_in_flight(run, name)))
+    if failures := failure_summary(run.dir, (name,)):   # why, per endpoint and cause
+        say("\n".join(summary_lines(failures)))
     entry = {"started_at": started, "finished_at": utc_now(), "calls": len(calls),
              "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
                     stages={name: stage_entry(run.path("manifest.json"), name, entry)},   # no call made: times kept
                     routes=routes(run, stage_records(run)))
+    if after is not None:
+        after(run)
+    if stopped := stopped_in(failures, read_lines(run.path(f"{name}.jsonl"))[before:]):   # exit 1, the rest unanswered
+        stored = store.load()
+        raise EndpointFailure(stop_line(stopped, sum(not (c.key in stored and done(stored[c.key])) for c in calls)))
     return counts
 
 
@@ -250,14 +268,15 @@ def generate(run: Run) -> pd.DataFrame:
         print(f"{label}: {value}")
     calls = run.benchmark.generation_calls()
     endpoints = {"model": run.config.model} if run.benchmark.calls_model else {}   # imported answers: no client
-    _stage(run, "generate", calls, endpoints, run.benchmark.generation_done)
-    write_responses(run)
+    _stage(run, "generate", calls, endpoints, run.benchmark.generation_done, after=write_responses)
     return status_table(run)
 
 
 @_writes("evalnb.judge")
 def judge(run: Run) -> pd.DataFrame:
     """Stage 2: every configured judge grades every answer it has not yet graded."""
+    if nothing := no_answer_line(run.dir):
+        say(f"judge: {nothing}; nothing to judge")
     calls = run.benchmark.judge_calls(responses(run))
     _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
     return judge_status_table(judgements(run).values(), judge_names(run))
@@ -340,23 +359,29 @@ def aggregate(run: Run) -> pd.DataFrame:
                     **({"budget": scores["budget"]} if "budget" in scores else {}),
                     stores={stage: store_digest(run.path(f"{stage}.jsonl")) for stage in stores})
     write_evidence(run, stores, scores)
-    return headline_table(scores)
+    if nothing := no_answer_line(run.dir):   # no headline of nothing: say why, with the failure summary's table
+        say(f"aggregate: {nothing}; no headline: such a run measures its endpoint, not its model")
+    return summary_table(run.dir) if nothing else headline_table(scores)
 
 
 def scores_document(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, Any]:
     """The body of scores.json, from the stores and the run's inputs only (no time, no path
     but those the parameters hold)."""
     body = run.benchmark.score(stores["generate"], stores["judge"])
+    # The judges' statistics and the retest study: beside the protocol's numbers, never in them.
+    retests = judge_retest.store_records(run.dir) if run.config.judge_retest else {}
     return {
         "benchmark": run.config.benchmark, "run_name": run.config.run_name,
         "offline": run.config.offline,
         **({"label": OFFLINE_LABEL} if run.config.offline else {}),
         **body,   # a benchmark may label its own approximations (offline: true, label)
         "fingerprint": run.fingerprint,
-        "usage": usage_by_stage(run.config, stores),
+        "usage": usage_by_stage(run.config, {**stores, **({judge_retest.STAGE: retests} if retests else {})}),
         **({"budget": spend} if (spend := budget_summary(run.config)) else {}),
         "latency": latency_summary(endpoint_names(run.config), stores),
         "reasoning": reasoning_summary(endpoint_names(run.config), stores),
+        **judge_stats.scores_section(type(run.benchmark), run.config.to_dict(), body, stores["generate"]),
+        **judge_retest.scores_section(run.config, stores["judge"], retests),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
     }

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from evalnb.core.manifest import git_commit, package_versions
 from evalnb.core.records import read_json_if_exists
 from evalnb.core.types import STAGES
+from evalnb.stages.failure_summary import failure_rows
 
 if TYPE_CHECKING:
     from evalnb.stages.pipeline import Run
@@ -53,7 +54,7 @@ def about(run: Run, stage: str) -> About:
         raise ValueError(f"stage: expected one of {', '.join(STAGES)}, got {stage!r}")
     rows = [(str(k), str(v)) for k, v in run.summary()["value"].items() if k != "fingerprint"]   # whole below
     rows[0:0] = [("stage", f"{STAGES.index(stage) + 1} of {len(STAGES)}: {stage}")]
-    rows += provenance_rows(run)
+    rows += failure_rows(run.dir) + provenance_rows(run)   # why calls failed, first, where any did
     return About(f"{stage.capitalize()} · {run.config.benchmark}", run.benchmark.describe(stage), rows)
 
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
 
 from evalnb.execution.batch import limits, wait_interval
 from evalnb.execution.batch.backends import Backend, Outcome, backend_for, epoch, lost, management_error
@@ -39,10 +38,11 @@ from evalnb.execution.batch.journal import CALLS_DIR, Entry, Journal
 from evalnb.core.run_config import EndpointConfig
 from evalnb.core.manifest import utc_now
 from evalnb.providers import BATCH_PROVIDERS, make_provider
-from evalnb.core.progress import progress_bar
+from evalnb.core.progress import StageProgress
 from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
 from evalnb.providers.streaming import finish_batch
 from evalnb.core.records import JsonlStore
+from evalnb.core.types import FAILED_ENDPOINT
 from evalnb.core.redaction import redact
 from evalnb.providers.retry import RetryPolicy
 from evalnb.execution.runner import Call, Record, completion_fields, run_calls, unexpected_failure
@@ -115,6 +115,7 @@ class StageBatches:
         self._backends: dict[str, Backend] = {}
         self._clients: list[Provider] = []
         self.budget: Any = None
+        self.stopped: set[str] = set()   # endpoints that refused for reasons of their own (reading 30)
 
     @property
     def active(self) -> bool:
@@ -141,7 +142,7 @@ class StageBatches:
         statuses: Counter[str] = Counter()
         sent: Counter[str] = Counter()   # batches each call went into during this process
         interval = wait_interval()
-        bar: tqdm | None = None
+        bar: StageProgress | None = None
         try:
             while True:
                 for entry in self.journal.in_flight(self.stage):
@@ -151,7 +152,8 @@ class StageBatches:
                 again_live = await self.submit_pending(store, done, policy, sent, statuses)
                 if again_live:
                     statuses += await run_calls(again_live, pool, store, policy, is_done=done,
-                                                desc=f"{self.stage} (live)", concurrency=concurrency)
+                                                desc=f"{self.stage} (live)", concurrency=concurrency,
+                                                stage=self.stage)
                 flight = self.journal.in_flight(self.stage)
                 if not flight or interval is None:
                     break
@@ -165,13 +167,14 @@ class StageBatches:
                 await client.aclose()
         return statuses
 
-    def progress(self, bar: tqdm | None, flight: list[Entry], interval: float) -> tqdm:
+    def progress(self, bar: StageProgress | None, flight: list[Entry], interval: float) -> StageProgress:
         waiting = sum(e["calls"] for e in flight)
         if bar is None:
-            bar = progress_bar(total=waiting, desc=f"{self.stage}: batches", unit="call", mininterval=0.1)
-        bar.total = max(bar.total or 0, bar.n + waiting)
-        bar.n = bar.total - waiting
-        bar.set_postfix_str(f"{len(flight)} batch(es) running, next poll in {interval:g}s", refresh=True)
+            bar = StageProgress(self.stage, total=waiting, pending=waiting, desc=f"{self.stage}: batches",
+                                unit="call", mininterval=0.1)
+        total = max(bar.bar.total or 0, bar.bar.n + waiting)
+        bar.set_done(total - waiting, total, f"{len(flight)} batch{'es' if len(flight) != 1 else ''} in flight "
+                                             f"({waiting:,} calls), next poll in {interval:g}s")
         return bar
 
     async def advance(self, entry: Entry, store: JsonlStore, done: Any) -> Counter[str]:
@@ -262,6 +265,8 @@ class StageBatches:
                 record.update(status=f"failed_{outcome.kind}", text=None, error=outcome.as_dict())
             record["batch"] = {"id": entry["batch_id"], "tag": entry["key"], "custom_id": row["custom_id"],
                                "provider": entry["provider"]}
+            if record["status"] == FAILED_ENDPOINT:   # no further batch to it in this stage
+                self.stopped.add(entry["endpoint"])
             store.append(record)
             counts[record["status"]] += 1
         return counts
@@ -273,7 +278,7 @@ class StageBatches:
         stored = store.load()
         held = self.held_keys()
         live: list[Call] = []
-        for role in self.batched:
+        for role in (r for r in self.batched if r not in self.stopped):
             endpoint, backend = self.endpoints[role], self.backend(role)
             assert backend is not None
             options = endpoint.batch or {}
@@ -285,7 +290,7 @@ class StageBatches:
                 live += [c for c in pending if c.key in again]
                 pending = [c for c in pending if c.key not in again]
             chunk: Chunk | None = None
-            for call in pending:
+            for index, call in enumerate(pending):
                 request, fields = self.prepare(call, store, statuses)
                 if request is None:
                     continue
@@ -301,6 +306,10 @@ class StageBatches:
                     continue
                 if chunk.rows and (len(chunk.rows) >= limit.max_requests or chunk.size + len(data) > limit.max_bytes):
                     statuses += await self.submit(chunk, role, backend, store)
+                    if role in self.stopped:   # reading 30: no further batch to this endpoint
+                        statuses["not_sent"] += len(pending) - index
+                        chunk = None
+                        break
                     chunk = self.new_chunk(role, limit.inline_bytes)
                     custom_id = chunk.custom_id()
                     line = backend.line(custom_id, request)
@@ -356,7 +365,7 @@ class StageBatches:
             batch_id, extra = await backend.submit(chunk.tag, chunk.lines, chunk.spool)
         except Exception as error:   # noqa: BLE001
             failure = management_error(error)
-            if failure.kind == "permanent":   # refused outright: no batch exists
+            if failure.kind != "transient":   # refused outright (the endpoint's own refusal too): no batch
                 counts = self.write(entry | {"batch_id": None}, chunk.rows, {}, failure, store, lambda r: False,
                                     utc_now())
                 self.journal.update(entry, state="rejected", error=failure.as_dict())
