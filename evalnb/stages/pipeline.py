@@ -213,8 +213,7 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
     """Run the stage's calls and record them, then ``after``; an endpoint failure (reading 30) ends it there."""
     started, before = utc_now(), len(read_lines(run.path(f"{name}.jsonl")))   # this pass's lines come after
     store = JsonlStore(run.path(f"{name}.jsonl"))
-    bench = type(run.benchmark)   # a record the benchmark returns is checked in its own call, never stored bad
-    calls = checked_calls(calls, bench.NAME, name, bench.STATUSES)
+    calls = checked_calls(calls, type(run.benchmark).NAME, name, type(run.benchmark).STATUSES)   # bad records fail their call
     counts = run_blocking(lambda: run_stage_calls(
         calls, endpoints, store, run.dir, policy=run.config.retry, concurrency=run.config.concurrency, done=done,
         stage=name, budget=Budget.open(run.config)))   # the ceiling, with what the records say is spent
