@@ -17,7 +17,7 @@ from evalnb.core.types import RetryPolicy
 class QuietDefault:
     """A benchmark option's default that is left out of the resolved options (and so of
     config.json and scores.json) while in force: adding such an option to a benchmark changes
-    nothing a run that does not use it records (WildTrace's ``repeats: 1``). The benchmark reads
+    nothing a run that does not use it records (a benchmark's ``repeats: 1``). The benchmark reads
     it with ``config.options.get(key, default)``."""
 
     value: Any

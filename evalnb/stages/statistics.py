@@ -34,7 +34,7 @@ def uncertainty_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
         row = {"metric": name, "value": estimate_text(metric.get("value"), ci.get("low"), ci.get("high")),
                "se": entry["se"], "n": entry["n"], "clustered_se": entry["clustered_se"],
                f"{block.get('cluster', 'cluster')}s": entry["n_clusters"], "design_effect": entry["design_effect"]}
-        if "within_item_variance" in entry:   # contestant repeats (WildTrace repeats: K)
+        if "within_item_variance" in entry:   # contestant repeats (a benchmark's repeats: K)
             row["repeats"], row["within_item_variance"] = entry["repeats"], entry["within_item_variance"]
         if "cluster_ci" in entry:
             cluster_ci = entry["cluster_ci"]
