@@ -58,6 +58,12 @@ class EndpointConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
+    """A run's resolved parameters, checked and secret-free. A benchmark reads ``data`` (its
+    data file, an absolute path), ``options`` (its own ``OPTIONS`` keys, resolved: paths in
+    ``PATH_OPTIONS`` made absolute), ``model`` (the contestant's endpoint), ``judges`` and
+    :meth:`judge_roles`, and raises :meth:`error` for a bad option. Keys are never in it: only
+    the names of the variables that hold them."""
+
     benchmark: str
     run_name: str
     output_dir: Path

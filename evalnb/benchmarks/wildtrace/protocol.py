@@ -261,6 +261,9 @@ class WildTraceProtocol(BaseBenchmark):
                 self.corpus.check_utf8(task.corpus_file, Where(str(self.config.data), task=task.task_id))
                 checked.add(task.corpus_file)
 
+    def prompts(self) -> Mapping[str, str]:
+        return prompt_texts()
+
     def fingerprint_parts(self) -> dict[str, Any]:
         config = self.config
         return {
