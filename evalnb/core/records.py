@@ -90,8 +90,12 @@ _REPORTED: set[tuple[Path, int]] = set()   # stores whose unreadable lines were 
 class JsonlStore:
     """One stage's records, keyed by ``record["key"]``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, records: bool = True) -> None:
+        """``records``: the lines are call records, checked as such when loaded (a line with no
+        string ``status`` is an older version's, reported and left out); False for a keyed
+        log of another kind (the batch journal), loaded as it is."""
         self.path = path
+        self.records = records
         self._file: TextIO | None = None
 
     def load(self, *, endpoint_failures: bool = False) -> dict[str, dict[str, Any]]:
@@ -110,7 +114,7 @@ class JsonlStore:
             if record is None:
                 raise DataError(str(self.path), "corrupt record (not a JSON object with a key)",
                                 line=number)
-            if problem := stored_record_problem(record):   # an older version's line: its call is made again
+            if self.records and (problem := stored_record_problem(record)):   # an older version's line: its call is made again
                 unreadable.append(f"line {number} ({record['key']}): {problem}")
                 continue
             if endpoint_failures or record.get("status") != FAILED_ENDPOINT:

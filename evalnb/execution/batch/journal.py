@@ -48,7 +48,7 @@ class Journal:
 
     def __init__(self, run_dir: Path) -> None:
         self.dir = run_dir
-        self.store = JsonlStore(run_dir / JOURNAL_NAME)
+        self.store = JsonlStore(run_dir / JOURNAL_NAME, records=False)   # entries, not call records
         self.entries: dict[str, Entry] = self.store.load()
 
     @property
