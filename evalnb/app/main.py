@@ -78,6 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     render_p = sub.add_parser("render", help="paper-ready HTML of every executed notebook in a run or compare")
     render_p.add_argument("folder", type=Path)
     render_p.add_argument("--no-input", action="store_true", help="hide the code cells")
+    export_p = sub.add_parser("export", help="a run's or compare's tables (headline, leaderboard, paired "
+                                             "differences, judge agreement) as LaTeX, Markdown or CSV")
+    export_p.add_argument("folder", type=Path, help="a run directory or a compare directory")
+    export_p.add_argument("--format", choices=("latex", "markdown", "csv"), default="latex")
+    export_p.add_argument("-o", "--output", type=Path, help="the file (for csv: a folder, one file per table); "
+                                                            "default: standard output")
     demo_p = sub.add_parser("demo", help="run the shipped samples through the offline baselines")
     demo_p.add_argument("--outputs", type=Path, default=Path("outputs"))
     show_p = sub.add_parser("show", help="print one item's evidence (question, response, verdicts ...) from a run")
@@ -125,6 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                {"n_boot": args.n_boot, "seed": args.seed,
                                                 "threshold": args.threshold})
             return compare.render_command(args.folder, args.no_input)
+        if args.command == "export":
+            from evalnb.app.compare import export_command
+            return export_command(args.folder, args.format, args.output)
         if args.command == "status":
             from evalnb.app.run import status_command
             return status_command(args.run_dir)

@@ -61,7 +61,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
         also_import(kernel, modules_for([run.config.model, *run.config.judges]))
     update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
     try:
-        failed = _execute(run, stages, kernel)
+        failed = _execute(run, stages, kernel, Path(params))
     finally:
         run.close()
     waiting = _batches_waiting(run.dir)
@@ -105,7 +105,7 @@ def status_command(run_dir: Path) -> int:
     return EXIT_OK
 
 
-def _execute(run: Any, stages: Sequence[str], kernel: Any) -> bool:
+def _execute(run: Any, stages: Sequence[str], kernel: Any, params: Path | None = None) -> bool:
     """Each stage's notebook in turn, in the run's kernel reset to a new one's state; HTML
     written beside each record in the background. True as soon as one stage fails (its real
     cause printed)."""
@@ -119,7 +119,7 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any) -> bool:
             output = run.path(notebook_for(stage).name)
             print(f"evalnb: {stage} -> {output}", file=sys.stderr)
             try:
-                execute_stage(kernel, notebook_for(stage), output, {"config": run.config.to_dict()}, run.dir)
+                execute_stage(kernel, notebook_for(stage), output, {"config": run.config.to_dict()}, run.dir, params)
             except PapermillExecutionError as e:
                 redact_notebook(output)
                 render_html(output)

@@ -20,11 +20,13 @@ import pandas as pd
 
 from evalnb.core import stats
 from evalnb.benchmarks import Benchmark, benchmark_for
+from evalnb.benchmarks.base import contestant_label
 from evalnb.core.types import ItemResults, Metric
 from evalnb.core.errors import ConfigError, FingerprintMismatch
 from evalnb.core.fingerprint import short_json
 from evalnb.core.records import read_json_if_exists, write_json
-from evalnb.core.tables import readable
+from evalnb.core.metric_n import items_read
+from evalnb.core.tables import Estimate, Layout, estimates_layout, readable
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -47,8 +49,11 @@ class RunRecord:
 
     @property
     def model(self) -> str:
-        model = self.scores["config"]["model"]
-        return self.scores["run_name"] if model["provider"] == "none" else model["name"]
+        config = self.scores["config"]
+        model = config["model"]
+        if model["provider"] != "none":
+            return model["name"]
+        return contestant_label(benchmark_for(self.scores["benchmark"], "compare"), "none", model["name"], config)
 
     def results(self, bench: type[Benchmark]) -> ItemResults:
         """The run's items as its benchmark reads them from scores.json (read once)."""
@@ -173,18 +178,29 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
     """Models sorted by the first headline metric, every declared metric with its seeded
     percentile bootstrap interval (the same procedure and metrics as each run's own report)."""
     rows = []
+    metrics = {m.name: m for m in cmp.benchmark.metrics()}
     for run in cmp.runs:
+        results = run.results(cmp.benchmark)
         row: dict[str, Any] = {"model": run.label, "run": run.scores["run_name"], "offline": run.offline,
-                               "n": len(run.results(cmp.benchmark).ids)}
+                               "n": len(results.ids)}
         for name, interval in intervals(cmp, run).items():
             row[name] = interval.mean
             if interval.method != "no interval":
-                row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high}
+                row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high,
+                        f"{name}_n": items_read(results.values, metrics[name], _strata(results))}
         rows.append(row)
     first = headline_metrics(cmp)[0].name
     table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
     cmp.tables["leaderboard"] = table
-    return readable(table)
+    return readable(table, leaderboard_layout(cmp.benchmark, list(table.columns)))
+
+
+def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout:
+    """The leaderboard as shown: each model, then each headline metric's estimate and n. The
+    other metrics, and every raw number, are in compare.json and leaderboard.csv."""
+    shown = {m.name: m.label.split(":")[0] for m in bench.metrics() if m.headline}
+    others = [c for c in columns if c not in ("model", "run") and not any(c == m or c.startswith(f"{m}_") for m in shown)]
+    return estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others)
 
 
 def paired_differences(cmp: Comparison) -> pd.DataFrame:
@@ -204,9 +220,14 @@ def paired_differences(cmp: Comparison) -> pd.DataFrame:
                      "ci_low": ci.low, "ci_high": ci.high,
                      "note": ("interval excludes 0: " + (f"{a.label} ahead" if (ci.mean or 0) > 0 else f"{b.label} ahead"))
                      if excludes else "interval includes 0"})
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=["model_a", "model_b", "n_common", "mean_diff", "ci_low", "ci_high", "note"])
     cmp.tables["paired_differences"] = table
-    return readable(table)
+    return readable(table, PAIRED_LAYOUT)
+
+
+PAIRED_LAYOUT = Layout((Estimate("A - B [95% CI]", "mean_diff", "ci_low", "ci_high", "n_common"),),
+                       rename={"model_a": "model A", "model_b": "model B"},
+                       empty="Fewer than two runs: no pair to compare.")
 
 
 def _attempted_scores(results: ItemResults) -> dict[str, float]:
@@ -225,7 +246,7 @@ def repeats_table(cmp: Comparison) -> pd.DataFrame:
                          **stats.mean_sd(stats.per_repeat(metric, results.values, _strata(results)))})
     table = pd.DataFrame(rows, columns=["model", "number", "mean", "sd", "n"])
     cmp.tables["repeats"] = table
-    return readable(table)
+    return readable(table, Layout(empty="No run has repeats (each item answered once)."))
 
 
 def ranked(cmp: Comparison) -> pd.DataFrame:
@@ -234,34 +255,70 @@ def ranked(cmp: Comparison) -> pd.DataFrame:
 
 
 def leaderboard_figure(cmp: Comparison) -> ReportFigure:
-    from evalnb.core.figures import new_figure, save_figure
+    """Each headline metric per model with its interval: one column wide for one metric, two for
+    more; every value written beside its bar (a 0 drawn as a line at 0 and labelled); offline
+    approximations grey and hatched; the bootstrap settings in the caption, not the figure."""
+    from evalnb.core.figures import (OFFLINE, OFFLINE_NOTE, ONE_COLUMN, PALETTE, TWO_COLUMNS, figure_style,
+                                     new_figure, save_figure, value_labels)
 
     table = ranked(cmp)
     metrics = headline_metrics(cmp)
-    fig = new_figure((4.5 * len(metrics), 0.6 * len(table) + 1.6))
-    axes = fig.subplots(1, len(metrics), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
-        values = table[metric.name]
-        errors = [values - table[f"{metric.name}_ci_low"], table[f"{metric.name}_ci_high"] - values]
-        ax.barh(list(table.index)[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
-                color=["#bbbbbb" if off else "#4c72b0" for off in list(table["offline"])[::-1]])
-        ax.set_xlim(0, 1)
-        ax.set_xlabel(metric.label.split(":")[0])
-    fig.suptitle(f"{cmp.name} leaderboard, 95% bootstrap CI (n_boot={cmp.n_boot}, seed={cmp.seed})"
-                 + ("\ngrey: offline approximations, not comparable with the paper" if table["offline"].any() else ""))
-    fig.tight_layout()
-    return save_figure(fig, cmp.out / "figures", "leaderboard")
+    offline = list(table["offline"])[::-1]
+    caption = (f"{cmp.name}: " + "; ".join(m.label for m in metrics) + f". Bars: the value on the items each model "
+               f"was scored on; lines: 95% percentile bootstrap intervals ({cmp.n_boot} resamples, seed {cmp.seed})."
+               + (f" {OFFLINE_NOTE}" if any(offline) else ""))
+    with figure_style():
+        fig = new_figure((ONE_COLUMN if len(metrics) == 1 else TWO_COLUMNS, 0.3 * len(table) + 0.9), caption=caption)
+        axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)
+        for ax, metric in zip(axes[0], metrics):
+            values = [float(v) for v in table[metric.name]][::-1]
+            lows = [float(v) for v in table[f"{metric.name}_ci_low"]][::-1]
+            highs = [float(v) for v in table[f"{metric.name}_ci_high"]][::-1]
+            bars = ax.barh(list(table.index)[::-1], values, height=0.6,
+                           xerr=[[v - lo for v, lo in zip(values, lows)], [h - v for v, h in zip(values, highs)]],
+                           capsize=2, error_kw={"elinewidth": 0.8})
+            for bar, off in zip(bars, offline):
+                bar.set(**(OFFLINE if off else {"color": PALETTE[0]}))
+            value_labels(ax, bars, values, highs, horizontal=True)
+            ax.set_xlim(0, 1.15)
+            ax.set_xticks([0, 0.25, 0.5, 0.75, 1])
+            ax.set_xlabel(metric.label.split(":")[0])
+        return save_figure(fig, cmp.out / "figures", "leaderboard")
 
 
-def save_compare(cmp: Comparison) -> Path:
-    """Every table computed so far, with what was compared, as compare.json and CSV files."""
+def _unnamed_index(table: pd.DataFrame) -> bool:
+    return isinstance(table.index, pd.RangeIndex) and table.index.name is None
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What :func:`save_compare` wrote; shown in the notebook by file name, never by the
+    machine's absolute path (the record goes into a paper)."""
+
+    folder: Path
+    files: tuple[str, ...]
+
+    def __fspath__(self) -> str:   # os.fspath(saved) is compare.json, as the function returned before
+        return str(self.folder / "compare.json")
+
+    def __repr__(self) -> str:
+        return f"Saved beside this record: {', '.join(self.files)}"
+
+    def _repr_html_(self) -> str:   # a note about the record (the paper render keeps it, never as a result)
+        return '<p class="evalnb-note">Saved beside this record: ' + ", ".join(f"<code>{f}</code>" for f in self.files) + "</p>"
+
+
+def save_compare(cmp: Comparison) -> Saved:
+    """Every table computed so far, with what was compared, as compare.json and CSV files
+    (raw numbers, named columns: a table without a named index is written without one)."""
     cmp.out.mkdir(parents=True, exist_ok=True)
     for name, table in cmp.tables.items():
-        table.to_csv(cmp.out / f"{name}.csv")
+        table.to_csv(cmp.out / f"{name}.csv", index=not _unnamed_index(table))
     write_json(cmp.out / "compare.json", {
         "benchmark": cmp.name, "runs": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256"),
                                          "offline": r.offline} for r in cmp.runs],
         **({"suite": cmp.suite} if cmp.suite else {}),
         "comparable_parts": list(cmp.benchmark.COMPARABLE_PARTS), "n_boot": cmp.n_boot, "seed": cmp.seed,
-        "tables": {name: json.loads(table.reset_index().to_json(orient="records")) for name, table in cmp.tables.items()}})
-    return cmp.out / "compare.json"
+        "threshold": cmp.threshold,
+        "tables": {name: json.loads(table.reset_index(drop=_unnamed_index(table)).to_json(orient="records")) for name, table in cmp.tables.items()}})
+    return Saved(cmp.out, ("compare.json", *(f"{name}.csv" for name in cmp.tables)))

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from evalnb import config as cfg
 from evalnb.stages.accounting import endpoint_names, usage_by_stage
 from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
+from evalnb.benchmarks.base import contestant_label
+from evalnb.core.words import item_plural
 from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.core import lock
 from evalnb.core.errors import ConfigError
@@ -27,6 +29,7 @@ from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
 from evalnb.core.fingerprint import check_or_record, fingerprint
+from evalnb.core.prompts import read_prompts, write_prompts
 from evalnb.core.manifest import store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
 from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, write_json
@@ -79,7 +82,8 @@ class Run:
 
         c = self.config
         rows = [("benchmark", c.benchmark), ("run directory", str(self.dir)),
-                ("tasks", len(self.tasks)), ("model", f"{c.model.provider}:{c.model.name}"),
+                ("tasks", len(self.tasks)),
+                ("model", contestant_label(self.benchmark, c.model.provider, c.model.name, c.options)),
                 ("judges", ", ".join(f"{j.provider}:{j.name}" for j in c.judges) or "-"),
                 ("fingerprint", self.fingerprint["sha256"][:16]), *self.benchmark.summary_rows()]
         if c.offline:
@@ -154,16 +158,18 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
 
 
 def _record_run(run: Run) -> None:
-    """fingerprint.json (or the refusal of a different one) and config.json, written under
-    the lock when either changes."""
+    """fingerprint.json (or the refusal of a different one), config.json and the prompt
+    templates as text (``prompts/``), written under the lock when any changes."""
     recorded = read_json_if_exists(run.path("fingerprint.json"))
+    texts = getattr(run.benchmark, "record_prompts", dict)()   # optional in the interface
     if recorded is not None:
         check_or_record(run.path("fingerprint.json"), run.fingerprint)   # refuses, never writes
-        if json_unchanged(run.path("config.json"), run.config.to_dict()):
+        if json_unchanged(run.path("config.json"), run.config.to_dict()) and read_prompts(run.dir) == texts:
             return
     with lock.holding(run.dir, "evalnb.open_run"):
         check_or_record(run.path("fingerprint.json"), run.fingerprint)
         write_json(run.path("config.json"), run.config.to_dict())
+        write_prompts(run.dir, texts)
 
 
 StageFunction = TypeVar("StageFunction", bound=Callable[[Run], Any])
@@ -361,8 +367,9 @@ def write_evidence(run: Run, stores: Mapping[str, Mapping[str, Record]], scores:
 
     items = run.benchmark.evidence(stores["generate"], stores["judge"], scores)
     bench = type(run.benchmark)
-    evidence.write_evidence(run.dir, evidence.run_meta(scores, metric_rows(scores), bench.STATUSES,
-                                                       bench.ITEM_NOUN), items)
+    model = contestant_label(bench, run.config.model.provider, run.config.model.name, run.config.options)
+    evidence.write_evidence(run.dir, evidence.run_meta(scores, metric_rows(scores), bench.STATUSES, bench.ITEM_NOUN,
+                                                       item_plural(bench), model), items)
 
 
 def metric_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -370,7 +377,8 @@ def metric_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
     metrics = scores.get("metrics") or {}
     rows = [{"metric": name, "label": m["label"], "headline": m["headline"], "value": m["value"],
              "ci_low": (m.get("ci") or {}).get("low"), "ci_high": (m.get("ci") or {}).get("high"),
-             "n": (m.get("ci") or {}).get("n")} for name, m in metrics.items()]
+             "n": m["n"] if m.get("n") is not None else (m.get("ci") or {}).get("n")}
+            for name, m in metrics.items()]
     return sorted(rows, key=lambda r: not r["headline"])
 
 
@@ -378,7 +386,7 @@ def headline_table(scores: Mapping[str, Any]) -> pd.DataFrame:
     """Every metric the benchmark declares, headline metrics first, each with its interval."""
     import pandas as pd
 
-    from evalnb.core.tables import readable
+    from evalnb.core.tables import HEADLINE_LAYOUT, readable
 
     columns = ["metric", "label", "headline", "value", "ci_low", "ci_high", "n"]
-    return readable(pd.DataFrame(metric_rows(scores), columns=columns).set_index("metric"))
+    return readable(pd.DataFrame(metric_rows(scores), columns=columns).set_index("metric"), HEADLINE_LAYOUT)

@@ -144,6 +144,7 @@ class GeoKToolsProtocol(BaseBenchmark):
                                            "failed_transient", "pending")
     ITEM: ClassVar[type] = GeoCase
     ITEM_NOUN: ClassVar[str] = "case"
+    ITEM_NOUN_PLURAL: ClassVar[str] = "cases"
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -229,6 +230,13 @@ class GeoKToolsProtocol(BaseBenchmark):
                 "user_prompt_sha256": hashlib.sha256(JUDGE_PROMPT.encode()).hexdigest(),
                 "structured_output_schema": JUDGE_SCHEMA,
                 "exact_match_first": True}
+
+    def record_prompts(self) -> dict[str, str]:
+        """The judge's system prompt file and user template (none with the deterministic scorer;
+        the contestant's answers come from a file or the case's query as written)."""
+        if self.judge_prompt is None:
+            return {}
+        return {"judge_system": self.judge_prompt.text, "judge_user": JUDGE_PROMPT}
 
     def fingerprint_parts(self) -> dict[str, Any]:
         shas = [p.sha256 for p in self.predictions]

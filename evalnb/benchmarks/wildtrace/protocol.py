@@ -212,6 +212,7 @@ class WildTraceProtocol(BaseBenchmark):
                                            "missing", "failed_transient", "pending")
     ITEM: ClassVar[type] = WildTraceTask
     ITEM_NOUN: ClassVar[str] = "task"
+    ITEM_NOUN_PLURAL: ClassVar[str] = "tasks"
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -255,6 +256,11 @@ class WildTraceProtocol(BaseBenchmark):
             if task.corpus_file not in checked:
                 self.corpus.check_utf8(task.corpus_file, Where(str(self.config.data), task=task.task_id))
                 checked.add(task.corpus_file)
+
+    def record_prompts(self) -> dict[str, str]:
+        """The templates as sent, placeholders unfilled (written to the run's prompts/ folder)."""
+        answered = {} if self.imported is not None else {"answer": ANSWER_PROMPT}   # imported answers: no answer prompt
+        return {**answered, "judge": JUDGE_PROMPT}
 
     def fingerprint_parts(self) -> dict[str, Any]:
         config = self.config
