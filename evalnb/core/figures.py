@@ -34,7 +34,7 @@ import functools
 import html
 import io
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,7 +46,7 @@ ONE_COLUMN = 3.3   # inches: one column of a two-column paper (ACM, IEEE)
 TWO_COLUMNS = 7.0
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under every common colour-vision deficiency.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-OFFLINE = {"color": "#BBBBBB", "hatch": "////", "edgecolor": "#555555"}   # an offline approximation's bars
+OFFLINE: dict[str, Any] = {"color": "#BBBBBB", "hatch": "////", "edgecolor": "#555555"}   # an offline approximation's bars
 OFFLINE_NOTE = "Grey hatched: an offline approximation, not comparable with the paper."
 
 STYLE: dict[str, Any] = {
@@ -68,7 +68,7 @@ def figure_style() -> Iterator[None]:
     import matplotlib
     from cycler import cycler
 
-    with matplotlib.rc_context({**STYLE, "axes.prop_cycle": cycler(color=list(PALETTE))}):
+    with matplotlib.rc_context({**STYLE, "axes.prop_cycle": cycler(color=list(PALETTE))}):   # type: ignore[dict-item]
         yield
 
 
@@ -153,7 +153,7 @@ def zero_marker(ax: Any, x: float, y: float, *, label: str = "0", horizontal: bo
         ax.annotate(label, (x, y), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=6)
 
 
-def value_labels(ax: Any, bars: Any, values: list[float | None], ends: list[float | None] | None = None, *,
+def value_labels(ax: Any, bars: Any, values: Sequence[float | None], ends: Sequence[float | None] | None = None, *,
                  horizontal: bool = False, decimals: int = 3) -> None:
     """Each bar's value written beyond its end (``ends``: where its interval ends, so the text
     clears the whisker); a zero as :func:`zero_marker`."""

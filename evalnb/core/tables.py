@@ -32,7 +32,10 @@ import pandas as pd
 
 from evalnb.core.estimates import DEFAULT_DECIMALS, MISSING, estimate_text, number_text
 
-LAYOUT = "evalnb_layout"   # the key of DataFrame.attrs that carries a table's layout
+LAYOUT = "evalnb_layout"
+# Columns that hold fractions wherever they appear: their whole values keep the decimals.
+FRACTIONS = frozenset({"share", "mean", "std", "sd", "pearson_r", "mean_abs_diff", "share_over_threshold",
+                       "award_rate", "mean_diff", "spread", "score", "ci_low", "ci_high"})   # the key of DataFrame.attrs that carries a table's layout
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Layout:
     rename: Mapping[str, str] = field(default_factory=dict)
     decimals: int = DEFAULT_DECIMALS
     empty: str = ""
+    fractions: tuple[str, ...] = ()   # columns of fractions besides FRACTIONS (always with decimals)
 
 
 @dataclass(frozen=True)
@@ -126,10 +130,10 @@ def paper_view(frame: pd.DataFrame, layout: Layout | None = None, decimals: int 
         if name in used or name in layout.hidden or _boolean(series):
             continue
         titles.append(layout.rename.get(str(name), str(name)))
-        # A column of whole numbers is a count (integers); one fraction in it and every value
-        # gets the decimals (a correlation of 1 reads 1.000 beside 0.983).
-        whole = all(float(v).is_integer() for v in series.dropna() if isinstance(v, float) and math.isfinite(v))
-        values.append([cell(v, places) if whole or not isinstance(v, float) else number_text(v, places)
+        # A whole number is a count (an integer), unless the column holds a fraction (a share,
+        # a mean, a correlation): there a 1 reads 1.000 beside 0.983.
+        fraction = str(name) in layout.fractions or str(name) in FRACTIONS
+        values.append([number_text(v, places) if fraction and isinstance(v, float) else cell(v, places)
                        for v in series])
         numeric.append(pd.api.types.is_numeric_dtype(series.dtype) or _all_numbers(series))
     shown = pd.DataFrame(dict(enumerate(values)), index=range(len(flat)), columns=range(len(values)))

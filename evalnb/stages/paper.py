@@ -97,11 +97,10 @@ def _empty_reason(cells: Sequence[Any]) -> str | None:
         return None
     for cell in code:
         for output in cell.get("outputs", []):
-            found = [_EMPTY.search(t) for t in _texts(output) if "text/html" in (output.get("data") or {})]
-            found = [m for m in found if m]
-            if not found:
+            found = _EMPTY.search(_join((output.get("data") or {}).get("text/html", "")))
+            if found is None:
                 return None
-            reasons.append(html.unescape(found[0].group(1)))
+            reasons.append(html.unescape(found.group(1)))
     return "; ".join(dict.fromkeys(reasons)) or "nothing to show"
 
 

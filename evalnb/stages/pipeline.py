@@ -161,7 +161,7 @@ def _record_run(run: Run) -> None:
     """fingerprint.json (or the refusal of a different one), config.json and the prompt
     templates as text (``prompts/``), written under the lock when any changes."""
     recorded = read_json_if_exists(run.path("fingerprint.json"))
-    texts = getattr(run.benchmark, "record_prompts", dict)()   # optional in the interface
+    texts: dict[str, str] = getattr(run.benchmark, "record_prompts", dict)()   # optional in the interface
     if recorded is not None:
         check_or_record(run.path("fingerprint.json"), run.fingerprint)   # refuses, never writes
         if json_unchanged(run.path("config.json"), run.config.to_dict()) and read_prompts(run.dir) == texts:

@@ -120,7 +120,8 @@ def score_histogram(run: Run) -> ReportFigure:
             f"Distribution of {count_of(len(values), noun, nouns)}' scores for {model} (ten bins of width 0.1; "
             f"an unanswered {noun} scores 0 where the benchmark says so).", offline))
         ax = fig.subplots()
-        ax.hist(values, bins=10, range=(0, 1), **(OFFLINE if offline else {"color": PALETTE[0], "edgecolor": "white"}))
+        style: dict[str, Any] = OFFLINE if offline else {"color": PALETTE[0], "edgecolor": "white"}
+        ax.hist(values, bins=10, range=(0, 1), **style)
         ax.set_xlabel(f"{noun} score")
         ax.set_ylabel(nouns)
         ax.set_xlim(0, 1)
@@ -138,7 +139,7 @@ def judge_scores(run: Run) -> pd.DataFrame:
 
 def judge_distributions(run: Run) -> ReportFigure:
     """Each judge's (or rater run's) scores as a strip plot, with its mean and 95% interval."""
-    from evalnb.core.figures import judge_strip_plot
+    from evalnb.core.plots import judge_strip_plot
     fig = judge_strip_plot(judge_scores(run), offline=bool(scores(run).get("offline")))
     return _save(run, fig, "judge_distributions")
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from evalnb.benchmarks.base import metric_ci, metric_value
-from evalnb.benchmarks.geoktools.protocol import K_VALUES, METRICS, GeoKToolsProtocol
+from evalnb.benchmarks.geoktools.protocol import JUDGE_PROMPT, K_VALUES, METRICS, GeoKToolsProtocol
 from evalnb.benchmarks.geoktools.scoring import explain, golden_list, rouge_blind
 from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, Table
@@ -45,6 +45,13 @@ class GeoKTools(GeoKToolsProtocol):
             return ("An answer equal to the golden one (after `strip()`, or as equal JSON) scores 1 with no "
                     f"call (reading 12); every other answer is scored by {scorer}.")
         return super().describe(stage)
+
+    def record_prompts(self) -> dict[str, str]:
+        """The judge's system prompt file and user template (none with the deterministic scorer;
+        the contestant's answers come from a file or the case's query as written)."""
+        if self.judge_prompt is None:
+            return {}
+        return {"judge_system": self.judge_prompt.text, "judge_user": JUDGE_PROMPT}
 
     def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
                  scores: Mapping[str, Any]) -> list[ItemEvidence]:
@@ -147,7 +154,7 @@ class GeoKTools(GeoKToolsProtocol):
                 bars = ax.bar([f"K={k}\n(n={counts[k]})" for k in ks], means,
                               yerr=[[m - lo for m, lo in zip(means, lows)], [h - m for m, h in zip(means, highs)]],
                               capsize=3, error_kw={"elinewidth": 0.8},
-                              **(OFFLINE if offline else {"color": PALETTE[0]}))
+                              **(OFFLINE if offline else {"color": PALETTE[0]}))   # type: ignore[arg-type]
                 value_labels(ax, bars, list(means), highs)
                 if overall is not None:
                     ax.axhline(overall, color="black", linestyle="--", linewidth=0.8)

@@ -231,13 +231,6 @@ class GeoKToolsProtocol(BaseBenchmark):
                 "structured_output_schema": JUDGE_SCHEMA,
                 "exact_match_first": True}
 
-    def record_prompts(self) -> dict[str, str]:
-        """The judge's system prompt file and user template (none with the deterministic scorer;
-        the contestant's answers come from a file or the case's query as written)."""
-        if self.judge_prompt is None:
-            return {}
-        return {"judge_system": self.judge_prompt.text, "judge_user": JUDGE_PROMPT}
-
     def fingerprint_parts(self) -> dict[str, Any]:
         shas = [p.sha256 for p in self.predictions]
         config = self.config
