@@ -6,6 +6,7 @@ import copy
 import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +74,47 @@ def offline_params(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
 
 def sample_tasks() -> list[dict[str, Any]]:
     return json.loads((SAMPLE / "tasks.json").read_text("utf-8"))["tasks"]
+
+
+@dataclass(frozen=True)
+class DemoOutputs:
+    """One `evalnb demo` of the session (tests/test_notebooks.py, tests/test_publication.py):
+    its folder, exit code, and everything it and its kernels printed. Tests read it, and
+    write nothing into it."""
+
+    dir: Path
+    code: int
+    printed: str
+
+
+@pytest.fixture(scope="session")
+def demo_outputs(tmp_path_factory: pytest.TempPathFactory) -> DemoOutputs:
+    """`evalnb demo` run once for the session (about a minute and a half): a non-inline backend
+    inherited by the kernels, quota ledgers of its own, and what the demo and its kernels print
+    (their file descriptors, and Python's streams) kept for the tests to read."""
+    import contextlib
+    import os
+    import sys
+
+    from evalnb.app.main import main
+
+    out = tmp_path_factory.mktemp("demo")
+    log = tmp_path_factory.mktemp("demo-log") / "printed.txt"
+    with pytest.MonkeyPatch.context() as patch, open(log, "w+", encoding="utf-8") as sink:
+        patch.setenv("MPLBACKEND", "Agg")
+        patch.setenv("EVALNB_QUOTA_DIR", str(log.parent / "quota-ledgers"))
+        saved = os.dup(1), os.dup(2)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                code = main(["demo", "--outputs", str(out)])
+        finally:
+            sink.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+    return DemoOutputs(out, code, log.read_text("utf-8"))

@@ -140,7 +140,9 @@ def judge_scores(run: Run) -> pd.DataFrame:
 def judge_distributions(run: Run) -> ReportFigure:
     """Each judge's (or rater run's) scores as a strip plot, with its mean and 95% interval."""
     from evalnb.core.plots import judge_strip_plot
-    fig = judge_strip_plot(judge_scores(run), offline=bool(scores(run).get("offline")))
+    table = judge_scores(run)
+    per_judge = {str(j): list(part["score"]) for j, part in table.groupby("judge")} if len(table) else {}
+    fig = judge_strip_plot(per_judge, offline=bool(scores(run).get("offline")))
     return _save(run, fig, "judge_distributions")
 
 

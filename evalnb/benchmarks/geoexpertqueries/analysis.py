@@ -6,6 +6,7 @@ The protocol itself (condensation, the rating prompt, three runs, the score rule
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalnb.benchmarks.base import metric_ci, metric_value
@@ -96,7 +97,8 @@ class GeoExpertQueries(GeoExpertQueriesProtocol):
         report = scores.get("traces_report") or {}
         rows = [(kind.replace("_", " "), ", ".join(report.get(kind) or []) or "-")
                 for kind in ("missing_ids", "unknown_ids", "duplicate_ids", "converted_from_messages")]
-        return [(f"Trajectories file {report.get('file', '-')}",
+        shown = Path(report["file"]).name if report.get("file") else "-"   # its name: no machine path in a table
+        return [(f"Trajectories file {shown}",
                  pd.DataFrame(rows, columns=["", "queries"]).set_index(""))]
 
 
