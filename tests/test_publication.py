@@ -54,7 +54,7 @@ def check_table(head: list[str], rows: list[list[str]], where: str) -> None:
     assert not {"True", "False"} & set(cells), where
     assert head and head[0] not in ("", "index"), where
     assert not (head[0] == "" and [r[0] for r in rows] == [str(i) for i in range(len(rows))]), where
-    for i, title in enumerate(head):
+    for i in range(len(head)):
         values = [r[i] for r in rows if i < len(r)]
         if any(ESTIMATE.match(v) for v in values):
             assert i + 1 < len(head) and head[i + 1] == "n", (where, head)
