@@ -167,7 +167,7 @@ def verify_compare(folder: Path, label: str, sets: Sequence[str]) -> list[str]:
         return lines + key_lines(folder, label)   # the comparison of runs that do not verify proves nothing
     options = injected_config(json.loads(notebook.read_text("utf-8")))
     with tempfile.TemporaryDirectory(prefix="evalnb-verify-") as scratch:
-        cmp = open_compare(**(dict(options or {}) | {"out": scratch}))
+        cmp = open_compare(**(dict(options or {}) | {"out": scratch, "record_dir": folder}))   # paths as recorded
         calls = {f"evalnb.{name}": functools.partial(getattr(evalnb, name), cmp) for name in COMPARE_CALLS}
         manifest = read_json_if_exists(Path(recorded["runs"][0]["dir"]) / "manifest.json") or {}
         figures = same_matplotlib(manifest)

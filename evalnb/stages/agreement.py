@@ -76,7 +76,7 @@ def disagreements(cmp: Comparison) -> pd.DataFrame:
     layout = Layout(empty="No item's judges disagree.")
     if not len(table):
         return readable(pd.DataFrame(columns=["model", "item", "spread", "scores", "record"]), layout)
-    dirs = {run.label: os.path.relpath(run.dir, cmp.out) for run in cmp.runs}
+    dirs = {run.label: os.path.relpath(run.dir, cmp.home) for run in cmp.runs}
     spread = table.groupby(["model", "item"])["score"].agg(lambda s: s.max() - s.min()).rename("spread")
     scores = table.groupby(["model", "item"]).apply(
         lambda g: ", ".join(f"{j}={v:.2f}" for j, v in zip(g.judge, g.score)), include_groups=False).rename("scores")

@@ -73,6 +73,11 @@ class Comparison:
     top: int = 10                   # how many largest disagreements / most-missed items to list
     tables: dict[str, Any] = field(default_factory=dict)
     suite: dict[str, Any] | None = None   # a suite's leaderboard: its name, provisional, missing contestants
+    record_dir: Path | None = None   # where the record lives (paths shown relative to it); default: out
+
+    @property
+    def home(self) -> Path:
+        return self.record_dir or self.out
 
     @property
     def name(self) -> str:
@@ -104,12 +109,14 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
 
 def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
                  n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
-                 suite: Mapping[str, Any] | None = None) -> Comparison:
+                 suite: Mapping[str, Any] | None = None, record_dir: str | Path | None = None) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
     ``evalnb compare`` injects into the notebook); or a compare parameters file
     (``params/compare_example.yaml``), whose relative paths are relative to the file.
+    ``record_dir``: where the record lives when it is not ``out`` (``evalnb verify`` recomputes
+    into a scratch folder): the paths a table shows are relative to it.
     """
     if isinstance(runs, (str, Path)):
         return open_compare(compare_params(Path(runs)))
@@ -134,7 +141,8 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     if suite:   # shown in the notebook, above the leaderboard
         print(suite_banner(suite))
     return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
-                      suite=dict(suite) if suite else None)
+                      suite=dict(suite) if suite else None,
+                      record_dir=Path(record_dir).resolve() if record_dir else None)
 
 
 def suite_banner(suite: Mapping[str, Any]) -> str:
