@@ -276,3 +276,24 @@ def test_one_table_style_on_a_small_frame() -> None:
     assert view_markdown(view).splitlines()[1] == "|:---|:---|---:|---:|"
     empty = readable(frame.iloc[:0], Layout(empty="No pair to compare."))
     assert empty._repr_html_() == '<p class="evalnb-empty">No pair to compare.</p>'
+
+
+def test_a_file_fed_contestant_is_named_by_its_name_or_its_file() -> None:
+    from evalnb.benchmarks.base import contestant_label
+    from evalnb.benchmarks.geoktools import GeoKTools
+
+    assert contestant_label(GeoKTools, "none", "none", {"predictions": "/data/x/preds.jsonl"}) == "preds.jsonl"
+    assert contestant_label(GeoKTools, "none", "my-model", {"predictions": "/data/x/preds.jsonl"}) == "my-model"
+    assert contestant_label(GeoKTools, "openai", "gpt-x", {"predictions": None}) == "openai:gpt-x"
+
+
+def test_paths_in_a_paper_copy_are_relative_to_the_record(tmp_path: Path) -> None:
+    from evalnb.stages.paper import relative_paths
+
+    record, run = tmp_path / "outputs" / "cmp", tmp_path / "outputs" / "run-a"
+    image = "data:image/png;base64,iVBORw0KGgo+/tmp/abc/def=="   # base64 text is not a path
+    text = (f"see {run}/scores.json#t1 and `evalnb show {run} t1`; data {tmp_path}/elsewhere/cases.json; "
+            f"here {record}/figures/x.png {image} https://example.org/a/b")
+    shown = relative_paths(text, record, [record, record.parent])
+    assert shown == ("see ../run-a/scores.json#t1 and `evalnb show ../run-a t1`; data cases.json; "
+                     f"here figures/x.png {image} https://example.org/a/b")
