@@ -293,6 +293,17 @@ def _estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4) if text else 0
 
 
+_WORD_PIECES = re.compile(r"[\u4e00-\u9fff]|[A-Za-z]+|\d|[^\sA-Za-z\d\u4e00-\u9fff]")
+
+
+def word_tokens(text: str) -> int:
+    """A tokenizer unlike characters-per-token: each ideograph, digit and punctuation mark
+    is a token, each word one token per six letters begun (real English text runs about four
+    characters a token this way, like a real BPE vocabulary's)."""
+    return sum(-(-len(piece) // 6) if piece.isalpha() and piece.isascii() else 1
+               for piece in _WORD_PIECES.findall(text))
+
+
 def _content_text(content: Any) -> str:
     """Text of an OpenAI/Anthropic message ``content``: a str or a list of
     parts; only text parts count (images, tool calls... are ignored)."""
@@ -791,6 +802,12 @@ class FakeLLMServer:
             raise ValueError(f"fault_rate must be within [0, 1], got {fault_rate}")
         self.latency: float = latency
         self.max_prompt_chars: int | None = None
+        # A window counted in tokens by a tokenizer of its own (``word_tokens``: words and
+        # punctuation, not characters), as a real model's is; the prompt tokens it reports
+        # are counted the same way. ``reserve_output``: the request's max_tokens is taken
+        # from the window too (OpenAI, vLLM), else only the prompt must fit (llama.cpp).
+        self.context_tokens: int | None = None
+        self.reserve_output: bool = False
         # Which wording a too-long prompt gets (see CONTEXT_STYLES): Anthropic says
         # either "prompt is too long" or "input length and `max_tokens` exceed context limit".
         self.context_style: str = "too_long"
@@ -1093,11 +1110,17 @@ class FakeLLMServer:
         identity = request_identity(api, model, prompt)
         limit = self.max_prompt_chars
         reply: Reply
+        window = self.context_tokens
+        budget = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+        needed = word_tokens(all_text) + (budget if self.reserve_output else 0) if window is not None else 0
         if limit is not None and len(prompt) > limit:
             max_tokens = body.get("max_tokens")
             reply = _context_length_error(api, limit, len(prompt),
                                           max_tokens if isinstance(max_tokens, int) else 0,
                                           self.context_style)
+        elif window is not None and needed > window:
+            reply = Error(400, f"Requested tokens ({needed}) exceed context window of {window}",
+                          code="context_length_exceeded")
         else:
             try:
                 reply = self._next_reply(req, identity)
@@ -1106,7 +1129,8 @@ class FakeLLMServer:
                 reply = Error(500, "fake server responder raised")
 
         if streamed and isinstance(reply, (Text, Refusal, Empty, Hang, StreamCut, StreamStall, MalformedEvent)):
-            return await self._stream(req, reply, identity, _estimate_tokens(all_text))
+            return await self._stream(req, reply, identity,
+                                      word_tokens(all_text) if window is not None else _estimate_tokens(all_text))
         reply = _unstreamed(reply)
         wait = self.latency + (reply.seconds if isinstance(reply, Hang) else 0.0) + self._generation(reply)
         if self.gateway_timeout is not None and wait > self.gateway_timeout:
@@ -1119,7 +1143,8 @@ class FakeLLMServer:
         success = isinstance(reply, (Text, Refusal, Empty))   # a Hang's late answer is not
         if isinstance(reply, Hang):
             reply = Text("late")
-        wire = self._render(api, reply, model, _estimate_tokens(all_text))
+        prompt_tokens = word_tokens(all_text) if window is not None else _estimate_tokens(all_text)
+        wire = self._render(api, reply, model, prompt_tokens)
         wire.success_of = identity if success else None
         wire.record = req
         req.response = wire.sent_payload

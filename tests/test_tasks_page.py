@@ -8,9 +8,7 @@ Skipped, saying why, only where no browser can be had; under CI (``CI`` set, whe
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,42 +19,10 @@ import pytest
 from evalnb.stages.evidence import evidence_document, load_evidence
 from evalnb.stages.tasks_page import tasks_page, write_tasks_page
 from evalnb.core.types import Fact, ItemEvidence, Passage, Table
+from tests.browser import console_errors, requests_made, start_chromium, wait_for, wait_for_script
 
 N_ITEMS = 481
 STATUSES = ("ok", "out_of_context", "refused", "empty", "failed_permanent")
-
-
-def _browser_or_reason() -> tuple[str, str] | str:
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (it is in the test extra: pip install -e '.[test]')"
-    binary = next((shutil.which(b) for b in ("chromium", "chromium-browser") if shutil.which(b)), None)
-    driver = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None)
-    if binary is None or driver is None:
-        return "no chromium or chromedriver on this machine (apt-get install chromium chromium-driver; .ci/run does)"
-    return binary, driver
-
-
-def start_chromium(arguments: tuple[str, ...], what: str) -> Any:
-    """Debian's chromium through chromedriver, with ``arguments``; under CI a missing browser
-    fails the test instead of skipping it. Selenium never downloads a browser or a driver."""
-    found = _browser_or_reason()
-    if isinstance(found, str):
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the {what}: {found}")
-        pytest.skip(found)
-    binary, driver_path = found
-    os.environ.setdefault("SE_OFFLINE", "true")   # Selenium Manager: never download anything
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for argument in arguments:
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
 
 
 @pytest.fixture(scope="module")
@@ -70,25 +36,14 @@ def browser() -> Iterator[Any]:
 
 
 def open_page(driver: Any, path: Path) -> None:
-    from selenium.webdriver.support.ui import WebDriverWait
-
     driver.get_log("browser")          # drop what an earlier page left
     driver.get_log("performance")
     driver.get(path.resolve().as_uri())
-    WebDriverWait(driver, 120).until(lambda d: d.execute_script("return document.body.dataset.ready") == "true")
-
-
-def console_errors(driver: Any) -> list[dict[str, Any]]:
-    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
-
-
-def requests_made(driver: Any) -> list[str]:
-    urls = []
-    for entry in driver.get_log("performance"):
-        message = json.loads(entry["message"])["message"]
-        if message["method"] == "Network.requestWillBeSent":
-            urls.append(message["params"]["request"]["url"])
-    return urls
+    wait_for_script(driver, f"{path.name} to say it is ready (body data-ready)", """
+        const rows = document.querySelectorAll('tr.item').length;
+        return {done: !!document.body && document.body.dataset.ready === 'true',
+                seen: {readyState: document.readyState, ready: document.body ? document.body.dataset.ready : null,
+                       rows: rows}};""", 120)
 
 
 def visible_ids(driver: Any) -> list[str]:
@@ -103,19 +58,18 @@ def choose(driver: Any, select_id: str, value: str) -> None:
 
 def search(driver: Any, words: str, expected: list[str]) -> None:
     """Type into the search box; wait (at most 30 s) for the rows it should leave."""
-    from selenium.common.exceptions import TimeoutException
-    from selenium.webdriver.support.ui import WebDriverWait
-
     box = driver.find_element("id", "search")
     box.clear()
     if words:
         box.send_keys(words)
     else:   # clear() sends no input event
         driver.execute_script("arguments[0].dispatchEvent(new Event('input'))", box)
-    try:
-        WebDriverWait(driver, 30).until(lambda d: visible_ids(d) == expected)
-    except TimeoutException:
-        pass
+
+    def look() -> tuple[bool, dict[str, Any]]:
+        ids = visible_ids(driver)
+        return ids == expected, {"shown": len(ids), "first": ids[:5], "expected": len(expected)}
+
+    wait_for(driver, f"the search {words!r} to leave {len(expected)} rows", look, 30)
     assert visible_ids(driver) == expected, words
 
 

@@ -50,19 +50,22 @@ def estimate_command(params: Path, sets: Sequence[str]) -> int:
     return EXIT_OK
 
 
-def probe_command(params: Path, sets: Sequence[str], max_calls: int) -> int:
+def probe_command(params: Path, sets: Sequence[str], max_calls: int, max_tokens: int | None = None) -> int:
     """Probe the contestant's context window; print and store a caps entry."""
 
     config, _ = load_config(params, sets)
     check_keys(config)
-    results = probe_window(config, max_calls=max_calls)
+    results = probe_window(config, max_calls=max_calls, max_tokens=max_tokens)
     for r in results:
         print(f"{r.kind}: {r.accepted_chars:,} characters accepted"
               + (f", {r.rejected_chars:,} rejected" if r.rejected_chars else " (the upper bound: probe higher)")
-              + f" ({r.calls} calls)")
+              + f" ({r.calls} calls, {r.max_tokens} output tokens each)")
+        print(f"    text: {r.text_source}")
+        print(f"    run's budget: {r.budget_check}; cap {r.cap:,} characters")
     target = config.output_dir / "window_probe.json"
     write_json(target, probe_record(config, results))
     print(f"add to the parameters:  model.caps: {json.dumps(caps_entry(results))}   (written to {target})")
+    print("the caps are characters of this corpus's text: another corpus may run more or fewer characters a token")
     return EXIT_OK
 
 

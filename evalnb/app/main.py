@@ -64,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
         if name == "probe-window":
             p.add_argument("--max-calls", type=int, default=40, help="per text kind (default 40)")
+            p.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                           help="the probes' output budget (default 16: an accepted probe costs a word)")
     cmp_p = sub.add_parser("compare", help="compare finished runs of one benchmark (leaderboard, paired "
                                            "differences, judge agreement, rubric analysis)")
     cmp_p.add_argument("runs", type=Path, nargs="*")
@@ -122,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "estimate":
                 return inspection.estimate_command(args.params, args.sets)
             if args.command == "probe-window":
-                return inspection.probe_command(args.params, args.sets, args.max_calls)
+                return inspection.probe_command(args.params, args.sets, args.max_calls, args.max_tokens)
             return inspection.show_command(args.run_dir, args.item_id)
         if args.command in ("compare", "render"):
             from evalnb.app import compare

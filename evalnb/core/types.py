@@ -38,11 +38,15 @@ class ChatRequest:
 @dataclass(frozen=True)
 class Usage:
     """Reported tokens. ``output_tokens`` includes reasoning tokens wherever they are billed as
-    output (reading 20); ``reasoning_tokens`` is their share where the provider reports it."""
+    output (reading 20); ``reasoning_tokens`` is their share where the provider reports it.
+    ``estimated``: the reply reported no usage (a stream from a server that ignores
+    ``include_usage``), so the counts are the characters-per-token estimate of the prompt and
+    the returned text, never a silent zero."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int | None = None
+    estimated: bool = False   # the reply reported none: counted from the texts (providers.retry.usage_or_estimate)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class Latency:
     total_s: float
     first_token_s: float | None = None
     output_tokens_per_s: float | None = None
+    server_s: float | None = None   # the server's own time where it reports it (llama.cpp's timings):
+                                    # total_s also holds the queue in front of a busy server
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,8 @@ from evalnb.execution.batch import batch_price
 from evalnb.execution.batch.journal import IN_FLIGHT, read_only
 from evalnb.providers.base import ChatRequest, Completion, Provider
 from evalnb.providers.ledger import LockedJson, locked_json
-from evalnb.providers.retry import NotSent, as_provider_error, failed_attempt_usage, request_input_tokens
+from evalnb.providers.retry import (NotSent, as_provider_error, failed_attempt_usage, request_input_tokens,
+                                    usage_or_estimate)
 
 LEDGER_NAME = "spend.json"
 STORES = ("generate.jsonl", "judge.jsonl")
@@ -297,8 +298,10 @@ class BudgetedProvider:
             self.budget.settle(hold, hold.usd, in_doubt=True)
             raise
         model = self.budget.models.get(self.role, self.role)
+        completion = usage_or_estimate(completion, request)   # a reply without usage is not free
         u = completion.usage
-        self.budget.settle(hold, usd(u.input_tokens, u.output_tokens, self.budget.prices.get(model)) if u else 0.0)
+        assert u is not None
+        self.budget.settle(hold, usd(u.input_tokens, u.output_tokens, self.budget.prices.get(model)))
         return completion
 
     async def aclose(self) -> None:

@@ -25,7 +25,7 @@ from tqdm import tqdm
 from evalnb.providers.pacing import Pacer
 from evalnb.core.progress import progress_bar
 from evalnb.core.reasoning import reasoning_fields
-from evalnb.providers.base import Completion, Provider
+from evalnb.providers.base import Completion, Provider, Usage
 from evalnb.core.records import JsonlStore
 from evalnb.core.redaction import redact
 from evalnb.core.events import FIRST_REPLY
@@ -40,7 +40,7 @@ T = TypeVar("T")
 def completion_fields(completion: Completion) -> dict[str, Any]:
     return {
         "finish_reason": completion.finish_reason,
-        "usage": asdict(completion.usage) if completion.usage else None,
+        "usage": usage_fields(completion.usage),
         "model_route": completion.model_route,
         "request_id": completion.request_id,
         "provider_meta": completion.raw,
@@ -48,6 +48,17 @@ def completion_fields(completion: Completion) -> dict[str, Any]:
         **({"streamed": True} if completion.streamed else {}),
         **reasoning_fields(completion),
     }
+
+
+def usage_fields(usage: Usage | None) -> dict[str, Any] | None:
+    """A record's usage: the counts, and ``estimated: true`` only where they are an estimate
+    (the records of calls whose replies reported usage read as they always did)."""
+    if usage is None:
+        return None
+    fields = asdict(usage)
+    if not fields.pop("estimated"):
+        return fields
+    return fields | {"estimated": True}
 
 
 async def _run_one(call: Call, provider: Provider | None, policy: RetryPolicy,

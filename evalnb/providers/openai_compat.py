@@ -43,6 +43,14 @@ def usage_of(usage: Any) -> Usage | None:
     return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, reasoning)
 
 
+def server_timings(response: Any) -> dict[str, Any]:
+    """llama.cpp's ``timings`` (milliseconds spent on the prompt and on generating), which its
+    server adds beside the usage; kept as ``server_timings``, read into the latency by
+    :meth:`StreamSettings.finish`."""
+    timings = (getattr(response, "model_extra", None) or {}).get("timings")
+    return {"server_timings": timings} if isinstance(timings, dict) else {}
+
+
 def completion_of(response: Any, *, request_id: str | None, headers: Mapping[str, str] | None = None,
                   body: Callable[[], str] | None = None) -> Completion:
     """A chat completion read as evalnb reads it, whether it came from a live call or from a
@@ -63,6 +71,7 @@ def completion_of(response: Any, *, request_id: str | None, headers: Mapping[str
         model_route=response.model,
         request_id=request_id,
         raw={"system_fingerprint": response.system_fingerprint,
+             **server_timings(response),
              **({"refusal": message.refusal} if message.refusal else {}),
              **({"rate_limit_headers": dict(headers)} if headers else {})},
         reasoning=reasoning_of(message),

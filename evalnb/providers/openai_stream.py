@@ -24,7 +24,8 @@ import openai
 from openai._models import construct_type
 from openai.types.chat import ChatCompletion
 
-from evalnb.providers.base import ProviderError, malformed_reply, unreadable_reply
+from evalnb.providers.base import (ProviderError, http_error, is_context_length_error, malformed_reply,
+                                   unreadable_reply)
 from evalnb.providers.streaming import EventSplitter, StreamedReply, StreamSettings, StreamWatch
 
 
@@ -39,6 +40,31 @@ def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception
             return unreadable_reply(error)
         return ProviderError("transient", f"{type(error).__name__}: {error}")
     return classify
+
+
+# OpenAI-compatible error types -> the HTTP status they come with when not streamed (an error
+# object inside a 200 stream carries a type, sometimes a numeric code, never the status).
+ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
+                "not_found_error": 404, "rate_limit_error": 429, "rate_limit_exceeded": 429,
+                "insufficient_quota": 429, "server_error": 500, "api_error": 500, "overloaded_error": 529}
+
+
+def stream_error(error: Any) -> ProviderError:
+    """An error object inside a 200 stream, classified by the rules of the HTTP status it
+    stands for: a numeric ``code`` (vLLM, llama.cpp) or the ``type``; a context overflow is
+    a context-length error whatever the server calls it (permanent, as the non-streamed 400
+    is); anything unrecognised stays transient. The server's message is kept."""
+    detail = error if isinstance(error, dict) else {"message": str(error)}
+    message = str(detail.get("message") or detail)
+    code, kind = detail.get("code"), str(detail.get("type") or "")
+    status = code if isinstance(code, int) and 400 <= code < 600 else ERROR_STATUS.get(kind) or \
+        ERROR_STATUS.get(str(code or ""))
+    text_code = str(code) if isinstance(code, str) else (kind or None)
+    if is_context_length_error(message, text_code):
+        status = 400
+    if status is None:
+        return ProviderError("transient", f"error event: {message}", code="stream_error")
+    return http_error(status, f"error event: {message}", code=text_code)
 
 
 _decode = json.JSONDecoder().decode   # str in: no encoding to detect, as json.loads does for bytes
@@ -64,6 +90,7 @@ class ChunkAssembly:
         self.reasoning: list[str] = []
         self.finish: str | None = None
         self.usage: Any = None
+        self.timings: Any = None
         self.first: dict[str, Any] | None = None
         self.done = False
 
@@ -82,12 +109,14 @@ class ChunkAssembly:
             raise malformed_reply(data.decode("utf-8", "replace"), "an event that is not a JSON object")
         if self.first is None:
             self.first = chunk
+        if chunk.get("error"):   # an error part-way, with or without choices beside it
+            self._error(chunk["error"])
         choices = chunk.get("choices")
         if not choices:
-            if chunk.get("error"):
-                self._error(chunk["error"])
             if chunk.get("usage"):
                 self.usage = chunk["usage"]
+            if chunk.get("timings"):
+                self.timings = chunk["timings"]
             return
         choice = choices[0] if isinstance(choices, list) else None
         delta = choice.get("delta") if isinstance(choice, dict) else None
@@ -107,11 +136,12 @@ class ChunkAssembly:
             self.finish = choice["finish_reason"]
         if chunk.get("usage"):
             self.usage = chunk["usage"]
+        if chunk.get("timings"):   # llama.cpp's server: its own prompt and generation times
+            self.timings = chunk["timings"]
 
     @staticmethod
     def _error(error: Any) -> None:
-        message = error.get("message") if isinstance(error, dict) else error
-        raise ProviderError("transient", f"error event: {message}", code="stream_error")
+        raise stream_error(error)
 
     def completion(self) -> ChatCompletion:
         """The non-streamed reply these chunks make, built as the SDK builds one from JSON."""
@@ -122,7 +152,7 @@ class ChunkAssembly:
         assembled = {"id": first.get("id"), "object": "chat.completion", "created": first.get("created"),
                      "model": first.get("model"), "system_fingerprint": first.get("system_fingerprint"),
                      "choices": [{"index": 0, "message": message, "finish_reason": self.finish}],
-                     "usage": self.usage}
+                     "usage": self.usage, **({"timings": self.timings} if self.timings else {})}
         return cast(ChatCompletion, construct_type(type_=ChatCompletion, value=assembled))
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalnb.core.tokens import estimate_tokens
-from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
+from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError, Usage
 from evalnb.core.types import RetryPolicy as RetryPolicy   # defined with the shared types; re-exported
 
 
@@ -55,6 +55,19 @@ def request_input_tokens(request: ChatRequest) -> float:
     return estimate_tokens(request.prompt) + (estimate_tokens(request.system) if request.system else 0.0)
 
 
+def usage_or_estimate(completion: Completion, request: ChatRequest) -> Completion:
+    """The completion with usage: as reported, or, where the reply reported none, estimated
+    from the request's prompt and the returned text and reasoning (the estimate the ceiling
+    reserves by) and marked ``estimated``. A reply without usage used tokens all the same: a
+    null would be counted as 0 tokens and $0 by every total and by the spending ceiling."""
+    if completion.usage is not None:
+        return completion
+    returned = completion.text + (completion.reasoning or "")
+    usage = Usage(input_tokens=round(request_input_tokens(request)),
+                  output_tokens=round(estimate_tokens(returned)) if returned else 0, estimated=True)
+    return replace(completion, usage=usage)
+
+
 def as_provider_error(error: Exception) -> ProviderError:
     """A provider's classified failure as is; anything else it raised (an SDK's own bug, a
     reply no provider anticipated) is transient: retried, then resumable, never fatal."""
@@ -71,7 +84,8 @@ async def call_with_retries(provider: Provider, request: ChatRequest, policy: Re
     charged: list[dict[str, Any]] = []
     for attempt in range(1, policy.max_retries + 2):
         try:
-            return Outcome(await provider.complete(request), None, attempt, waits, errors, charged)
+            completion = usage_or_estimate(await provider.complete(request), request)
+            return Outcome(completion, None, attempt, waits, errors, charged)
         except NotSent as refused:
             if attempt == 1:
                 raise   # nothing was sent: no record, the call stays as it was

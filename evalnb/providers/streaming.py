@@ -72,8 +72,21 @@ class StreamSettings:
             if self.strip_think:
                 reasoning, text = joined(reasoning, split[0]), split[1]
         status = status_of(text) if completion.status == "ok" else completion.status
+        if latency is not None and (seconds := server_seconds(completion.raw.get("server_timings"))) is not None:
+            latency = replace(latency, server_s=seconds)
         return replace(completion, text=text, status=status, reasoning=reasoning, think_block=think,
                        latency=latency, streamed=streamed)
+
+
+def server_seconds(timings: Any) -> float | None:
+    """The seconds a server says it spent on a call (llama.cpp's ``prompt_ms`` plus
+    ``predicted_ms``); None where it says nothing."""
+    if not isinstance(timings, dict):
+        return None
+    parts = [timings.get(k) for k in ("prompt_ms", "predicted_ms")]
+    if not any(isinstance(v, (int, float)) for v in parts):
+        return None
+    return round(sum(v for v in parts if isinstance(v, (int, float))) / 1000, 3)
 
 
 DEFAULT_SETTINGS = StreamSettings()   # a provider built without an endpoint's settings

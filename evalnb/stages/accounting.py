@@ -38,7 +38,8 @@ def cost_usd(model: str, input_tokens: float, output_tokens: float,
 def usage_by_stage(config: RunConfig, stores: Mapping[str, Mapping[str, Record]]
                    ) -> dict[str, dict[str, dict[str, Any]]]:
     """Reported tokens per stage (``stores``: stage -> its records) and model, with cost where
-    a price is given."""
+    a price is given. A call whose reply reported no usage counts at its estimate (marked in
+    its record); ``estimated_usage_calls``, present only when there are some, says how many."""
     names = endpoint_names(config)
     totals: dict[str, dict[str, dict[str, Any]]] = {}
     for stage, records in stores.items():
@@ -57,6 +58,8 @@ def usage_by_stage(config: RunConfig, stores: Mapping[str, Mapping[str, Record]]
             # Reasoning tokens are already inside output_tokens (reading 20): shown, not added.
             row["output_tokens"] += usage.get("output_tokens", 0)
             row["reasoning_tokens"] += usage.get("reasoning_tokens") or 0
+            if usage.get("estimated"):   # the reply reported none: counted from the texts (not a zero)
+                row["estimated_usage_calls"] = row.get("estimated_usage_calls", 0) + 1
             if record.get("batch"):   # answered inside a provider batch: billed at the batch price
                 for key, value in (("batch_calls", 1), ("batch_input_tokens", usage.get("input_tokens", 0)),
                                    ("batch_output_tokens", usage.get("output_tokens", 0))):

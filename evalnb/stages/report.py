@@ -57,12 +57,16 @@ def status_breakdown(run: Run) -> pd.DataFrame:
 
 
 def usage_table(run: Run) -> pd.DataFrame:
-    """Reported token usage (and cost, where the parameters price the model)."""
+    """Token usage (and cost, where the parameters price the model): as reported, and, for
+    calls whose reply reported none, as estimated from their texts (``estimated_usage_calls``
+    says how many, shown only when there are some)."""
     rows = usage_rows(scores(run)["usage"])
     columns = ["stage", "model", "calls", "attempts", "input_tokens", "output_tokens", "cost_usd"]
     if any("batch_calls" in r for r in rows):   # batch mode: how many calls, at which price
         columns[3:3] = ["batch_calls"]
         columns.append("batch_price")
+    if any(r.get("estimated_usage_calls") for r in rows):   # replies that reported no usage
+        columns.insert(columns.index("input_tokens"), "estimated_usage_calls")
     return readable(pd.DataFrame(rows, columns=columns).set_index(["stage", "model"]))
 
 
