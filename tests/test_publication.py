@@ -132,6 +132,8 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
     assert list(board["model"]) == [r["model"] for r in saved] and board["all_tasks"].tolist() == pytest.approx(
         [r["all_tasks"] for r in saved])   # raw numbers, not the shown text
     assert main(["export", str(tmp_path), "--format", "latex"]) == 1   # neither a run nor a compare
+    assert main(["export", str(compare), "--format", "markdown", "--decimals", "2"]) == 0
+    assert "| 0.55 [0.33, 0.78] | 12 |" in capsys.readouterr().out
 
 
 def pdf_fonts(pdf: Path) -> list[str]:

@@ -50,11 +50,13 @@ def render_command(folder: Path, no_input: bool) -> int:
     return EXIT_OK
 
 
-def export_command(folder: Path, fmt: str, output: Path | None) -> int:
+def export_command(folder: Path, fmt: str, output: Path | None, decimals: int | None = None) -> int:
     from evalnb.stages.exports import export
 
     if not folder.is_dir():
         raise ConfigError(f"export: {folder} is not a directory")
-    for path in export(folder.resolve(), fmt, output):
+    if decimals is not None and not 0 <= decimals <= 6:
+        raise ConfigError(f"export: --decimals must be 0 to 6, got {decimals}")
+    for path in export(folder.resolve(), fmt, output, decimals):
         print(path)
     return EXIT_OK

@@ -86,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     export_p.add_argument("--format", choices=("latex", "markdown", "csv"), default="latex")
     export_p.add_argument("-o", "--output", type=Path, help="the file (for csv: a folder, one file per table); "
                                                             "default: standard output")
+    export_p.add_argument("--decimals", type=int, help="decimals of an estimate (default 3; more where an interval "
+                                                       "is narrower)")
     demo_p = sub.add_parser("demo", help="run the shipped samples through the offline baselines")
     demo_p.add_argument("--outputs", type=Path, default=Path("outputs"))
     show_p = sub.add_parser("show", help="print one item's evidence (question, response, verdicts ...) from a run")
@@ -135,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return compare.render_command(args.folder, args.no_input)
         if args.command == "export":
             from evalnb.app.compare import export_command
-            return export_command(args.folder, args.format, args.output)
+            return export_command(args.folder, args.format, args.output, args.decimals)
         if args.command == "status":
             from evalnb.app.run import status_command
             return status_command(args.run_dir)

@@ -34,8 +34,8 @@ class PaperTable:
     frame: pd.DataFrame  # the raw numbers
     layout: Layout
 
-    def view(self) -> View:
-        return paper_view(self.frame, self.layout)
+    def view(self, decimals: int | None = None) -> View:
+        return paper_view(self.frame, self.layout, decimals)
 
 
 def run_tables(folder: Path, scores: dict[str, Any]) -> list[PaperTable]:
@@ -110,9 +110,9 @@ def _latex_text(text: str) -> str:
         .replace(">", r"\textgreater{}")
 
 
-def latex(table: PaperTable) -> str:
+def latex(table: PaperTable, decimals: int | None = None) -> str:
     """One booktabs table (pandas' Styler): caption, label, text left and numbers right."""
-    view = table.view()
+    view = table.view(decimals)
     frame = view.frame
     if not len(frame.columns):
         return ""
@@ -124,8 +124,8 @@ def latex(table: PaperTable) -> str:
                            column_format="".join("r" if n else "l" for n in view.numeric))
 
 
-def markdown(table: PaperTable) -> str:
-    return f"**Table ({table.name}).** {table.caption}\n\n{view_markdown(table.view())}\n"
+def markdown(table: PaperTable, decimals: int | None = None) -> str:
+    return f"**Table ({table.name}).** {table.caption}\n\n{view_markdown(table.view(decimals))}\n"
 
 
 def csv(table: PaperTable) -> str:
@@ -136,23 +136,25 @@ def csv(table: PaperTable) -> str:
     return buffer.getvalue()
 
 
-def document(tables: list[PaperTable], fmt: str) -> str:
-    """Every table in one LaTeX or Markdown text; CSV texts with a ``# table: NAME`` line before each."""
+def document(tables: list[PaperTable], fmt: str, decimals: int | None = None) -> str:
+    """Every table in one LaTeX or Markdown text (``decimals``: at least this many, default 3);
+    CSV texts (raw numbers) with a ``# table: NAME`` line before each."""
     if fmt == "latex":
-        return "% evalnb export: booktabs tables (\\usepackage{booktabs})\n\n" + "\n".join(latex(t) for t in tables)
+        return "% evalnb export: booktabs tables (\\usepackage{booktabs})\n\n" + "\n".join(
+            latex(t, decimals) for t in tables)
     if fmt == "markdown":
-        return "\n".join(markdown(t) for t in tables)
+        return "\n".join(markdown(t, decimals) for t in tables)
     return "\n".join(f"# table: {t.name}\n{csv(t)}" for t in tables)
 
 
-def export(folder: Path, fmt: str, out: Path | None) -> list[Path]:
+def export(folder: Path, fmt: str, out: Path | None, decimals: int | None = None) -> list[Path]:
     """``evalnb export``: the folder's tables in ``fmt`` to ``out`` (a file; for CSV a folder of
     one file per table), or to standard output (returns no path)."""
     if fmt not in FORMATS:
         raise ConfigError(f"export: --format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     tables = paper_tables(folder)
     if out is None:
-        print(document(tables, fmt), end="")
+        print(document(tables, fmt, decimals), end="")
         return []
     if fmt == "csv":
         written = []
@@ -160,7 +162,7 @@ def export(folder: Path, fmt: str, out: Path | None) -> list[Path]:
             write_text(out / f"{t.name}.csv", csv(t))
             written.append(out / f"{t.name}.csv")
         return written
-    write_text(out, document(tables, fmt))
+    write_text(out, document(tables, fmt, decimals))
     return [out]
 
 
