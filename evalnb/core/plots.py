@@ -58,10 +58,11 @@ def judge_strip_plot(per_judge: Mapping[str, Sequence[float]], *, offline: bool 
 @styled
 def dodged_bars(items: Sequence[str], series: Mapping[str, Sequence[float | None]], *, caption: str,
                 xlabel: str, offline: Mapping[str, bool] | None = None, xlim: tuple[float, float] = (0, 1),
-                ticks: Sequence[float] | None = None, tick_labels: Sequence[str] | None = None) -> ReportFigure:
+                ticks: Sequence[float] | None = None, tick_labels: Sequence[str] | None = None,
+                missing: str = "no value") -> ReportFigure:
     """Horizontal bars, one row per item (in the order given: sort before), one bar per series
-    (a run) side by side; a zero drawn as a line at 0 so it reads as a value, a missing one
-    left empty. The legend sits below the axes, covering nothing. Sizes: one column wide up
+    (a run) side by side; a zero drawn as a point at 0, labelled, so it reads as a value; a row
+    with no value at all labelled ``missing``. The legend sits below the axes, covering nothing. Sizes: one column wide up
     to 40 items, two beyond; the height grows with the rows, at most 9 in."""
     names = list(series)
     rows = len(items)
@@ -79,6 +80,10 @@ def dodged_bars(items: Sequence[str], series: Mapping[str, Sequence[float | None
         for yy, v in zip(y, values):
             if v == 0:
                 zero_marker(ax, xlim[0], yy)
+    for row in range(rows):   # a row with no value at all says so (it is not a zero, nor forgotten)
+        if all(series[name][row] is None for name in names):
+            ax.annotate(missing, (xlim[0], row), xytext=(4, 0), textcoords="offset points", va="center",
+                        ha="left", fontsize=6, fontstyle="italic", color="#555555")
     ax.set_yticks(range(rows), list(items))
     ax.invert_yaxis()   # the first item on top
     ax.set_xlim(*xlim)

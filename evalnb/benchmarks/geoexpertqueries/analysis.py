@@ -71,7 +71,8 @@ class GeoExpertQueries(GeoExpertQueriesProtocol):
     @classmethod
     def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
         """Each query's rating from every autorater run, runs side by side (a rating of 0 drawn
-        as a line at 0, a missing one left empty); the distribution and agreement in the caption."""
+        as a point at 0, a query not rated says so, its status beside its id); the distribution
+        and agreement in the caption."""
         from evalnb.core.figures import OFFLINE_NOTE
         from evalnb.core.plots import dodged_bars
 
@@ -83,11 +84,13 @@ class GeoExpertQueries(GeoExpertQueriesProtocol):
         agreement = f"; the runs agree on {share:.0%} of queries" if share is not None else ""
         offline = bool(scores.get("offline"))
         caption = (f"Ratings (0, 1 or 2) of each query's trajectory by the autorater {config['model']}, one bar per "
-                   f"run of {config['num_runs']} (calls: {counts}{agreement}).") + (f" {OFFLINE_NOTE}" if offline else "")
+                   f"run of {config['num_runs']} (calls: {counts}{agreement}); a query without a trajectory "
+                   "is not rated (scored 0).") + (f" {OFFLINE_NOTE}" if offline else "")
         series = {f"run {k + 1}": [r["ratings"][k] if k < len(r["ratings"]) else None for r in rated]
                   for k in range(runs)}
-        return dodged_bars([r["task_id"] for r in rated], series, caption=caption, xlabel="rating",
-                           offline=dict.fromkeys(series, offline), xlim=(0, 2.05), ticks=[0, 1, 2])
+        return dodged_bars([r["task_id"] + ("" if r["status"] == "ok" else f" ({r['status']})") for r in rated],
+                           series, caption=caption, xlabel="rating", offline=dict.fromkeys(series, offline),
+                           xlim=(0, 2.05), ticks=[0, 1, 2], missing="not rated")
 
     @classmethod
     def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
