@@ -1,10 +1,9 @@
 """How many items an estimate rests on: the ``n`` every table shows beside it.
 
 A bootstrap interval resamples every item of the run (``ci.n``), but a metric may read only
-some of them: *Scored* is the mean over the items answered ``ok`` with a full-panel score
-(10 of WildTrace's 12 demo tasks), a per-stratum mean reads its stratum only, while *All*
-counts an unanswered item as 0 and so reads all 12. Printing 12 beside *Scored* told a reader
-its mean was over 12 tasks.
+some of them: a mean over the items that have a score (``missing="exclude"``) reads those
+(10 of 12, say), a per-stratum mean reads its stratum only, while a mean counting an unscored
+item as 0 reads all 12. Printing 12 beside the first told a reader its mean was over 12 items.
 
 A metric is any function of the repeats x items matrix, so which items it reads is found by
 asking it: an item counts when leaving it out changes the metric's value, on a copy of the
