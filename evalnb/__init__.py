@@ -23,6 +23,8 @@ _EXPORTS = {
                      "save_compare"), "evalnb.stages.compare"),
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
                      "benchmark_compare_figure"), "evalnb.stages.agreement"),
+    **dict.fromkeys(("standard_errors", "pairwise"), "evalnb.stages.statistics"),
+    "plan": "evalnb.stages.planning",
     "show": "evalnb.stages.evidence",
     "about": "evalnb.stages.provenance",
     "batches_table": "evalnb.execution.batch.views",
@@ -32,7 +34,8 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
            "benchmark_figure", "benchmark_tables", "tasks", "open_compare", "leaderboard", "leaderboard_figure",
            "paired_differences", "repeats_table", "save_compare", "judge_means", "judge_agreement",
            "disagreements", "benchmark_analysis", "benchmark_compare_figure", "show",
-           "batches_table", "about", "latency_table", "reasoning_table"]   # the keys of _EXPORTS
+           "batches_table", "about", "latency_table", "reasoning_table", "standard_errors", "pairwise",
+           "plan"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
     from evalnb.execution.batch.views import batches_table
@@ -42,7 +45,9 @@ if TYPE_CHECKING:
                                 repeats_table, save_compare)
     from evalnb.stages.pipeline import Run, aggregate, generate, judge, open_run
     from evalnb.stages.evidence import show
+    from evalnb.stages.planning import plan
     from evalnb.stages.provenance import about
+    from evalnb.stages.statistics import pairwise, standard_errors
     from evalnb.stages.report import (benchmark_figure, benchmark_tables, breakdown, budget_table, headline,
                                judge_distributions, latency_table, reasoning_table, score_histogram, status_breakdown, tasks, usage_table)
 

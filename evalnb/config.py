@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from evalnb.core.errors import ConfigError
+from evalnb.core.overrides import apply_sets  # noqa: F401  (--set: evalnb.config.apply_sets for every caller)
 from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.core.types import RetryPolicy
 from evalnb.core.redaction import SECRET_NAME, SECRET_VALUE
@@ -39,7 +40,10 @@ RATE_LIMIT_KEYS = frozenset({"requests_per_minute", "input_tokens_per_minute",
                              "output_tokens_per_minute", "window_seconds"})
 
 def find_secrets(value: Any, path: str = "") -> list[str]:
-    """Where a parameter holds a key itself: a secret-looking name or a key-looking value."""
+    """Where a parameter holds a key itself: a key-shaped value anywhere, or a value under a
+    name that is a credential's and nothing else (``api_key``, ``token``, ``password``). A
+    name that only contains such a word (``max_token``) is no reason: the unknown-key check,
+    which runs first (:func:`check_known_keys`), says what it is."""
     found: list[str] = []
     if isinstance(value, Mapping):
         for k, v in value.items():
@@ -57,10 +61,17 @@ def find_secrets(value: Any, path: str = "") -> list[str]:
 
 
 def read_params_file(path: Path) -> dict[str, Any]:
+    if path.is_dir():   # `evalnb run params`: name the files it holds, not errno 21
+        found = sorted(p.name for p in path.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+        shown = ", ".join(found[:4]) + (", ..." if len(found) > 4 else "")
+        raise ConfigError(f"{path}: a folder, not a parameters file; give one file"
+                          + (f" (it holds {shown})" if found else ""))
     try:
         text = path.read_text("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: parameters file not found") from None
+    except (OSError, UnicodeDecodeError) as e:   # unreadable: one line, not a traceback
+        raise ConfigError(f"{path}: cannot read the parameters file ({getattr(e, 'strerror', None) or e})") from None
     try:
         params = yaml.safe_load(text)   # JSON is YAML too
     except yaml.YAMLError as e:
@@ -72,24 +83,6 @@ def read_params_file(path: Path) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise ConfigError(f"{path}: expected a mapping of parameters at the top level")
     return params
-
-
-def apply_sets(params: dict[str, Any], sets: Sequence[str]) -> dict[str, Any]:
-    """``--set a.b=VALUE``: VALUE is read as YAML (numbers, booleans, lists)."""
-    out = dict(params)
-    for item in sets:
-        if "=" not in item:
-            raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
-        key, raw = item.split("=", 1)
-        value = yaml.safe_load(raw) if raw else None
-        parts = key.strip().split(".")
-        node = out
-        for part in parts[:-1]:
-            child = node.get(part)
-            node[part] = child = dict(child) if isinstance(child, dict) else {}
-            node = child
-        node[parts[-1]] = value
-    return out
 
 
 def absolutise(params: dict[str, Any], keys: Sequence[str], base: Path) -> dict[str, Any]:
@@ -113,9 +106,37 @@ def closest(key: str, known: Iterable[str]) -> str:
 
 
 def unknown_keys(unknown: Sequence[str], known: Iterable[str]) -> str:
-    """``concurency (did you mean concurrency?)``, for each unknown key."""
+    """``concurency (did you mean concurrency?)``, for each unknown key; a credential's name
+    (``api_key``) also says where a key goes (never its value: none is shown)."""
     known = sorted(known)
-    return ", ".join(f"{k}{closest(str(k), known)}" for k in unknown)
+    text = ", ".join(f"{k}{closest(str(k), known)}" for k in unknown)
+    if any(SECRET_NAME.search(str(k)) for k in unknown):
+        text += ("; a key is never a parameter: put it in an environment variable and name that "
+                 "variable with api_key_env")
+    return text
+
+
+ENDPOINT_KEYS = frozenset(f.name for f in fields(EndpointConfig)) - {"role"}
+
+
+def check_known_keys(params: Mapping[str, Any], known: Iterable[str], source: str) -> None:
+    """Every key is one evalnb knows, at the top level and in each endpoint and ``retry``:
+    checked before anything else, so a misspelt key is called that (with the closest known
+    key), not a key value or a type error. Unknown keys are named, their values never shown."""
+    known = set(known)
+    unknown = sorted(set(params) - known, key=str)
+    if unknown:
+        raise ConfigError(f"{source}: unknown parameter(s) {unknown_keys(unknown, known)}")
+    judges = params.get("judges")
+    endpoints = [("model", params.get("model")),
+                 *((f"judges[{i}]", j) for i, j in enumerate(judges if isinstance(judges, list) else []))]
+    for role, raw in endpoints:
+        if isinstance(raw, Mapping) and (unknown := sorted(set(raw) - ENDPOINT_KEYS, key=str)):
+            raise ConfigError(f"{source}: {role}: unknown key(s) {unknown_keys(unknown, ENDPOINT_KEYS)}; "
+                              f"known: {', '.join(sorted(ENDPOINT_KEYS))}")
+    retry, retry_keys = params.get("retry"), {f.name for f in fields(RetryPolicy)}
+    if isinstance(retry, Mapping) and (unknown := sorted(set(retry) - retry_keys, key=str)):
+        raise ConfigError(f"{source}: retry: unknown key(s) {unknown_keys(unknown, retry_keys)}")
 
 
 def plain_json(value: Any, key: str, source: str) -> Any:
@@ -155,12 +176,7 @@ def absolutise_commands(params: dict[str, Any], base: Path) -> dict[str, Any]:
 def _endpoint(raw: Any, role: str, default_concurrency: int, source: str) -> EndpointConfig:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: {role}: expected a mapping with provider and name")
-    known = {f.name for f in fields(EndpointConfig)} - {"role"}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ConfigError(f"{source}: {role}: unknown key(s) {unknown_keys(unknown, known)}; "
-                          f"known: {', '.join(sorted(known))}")
-    for key in ("provider", "name"):
+    for key in ("provider", "name"):   # its keys are known (check_known_keys)
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise ConfigError(f"{source}: {role}.{key}: required, a non-empty string")
     if raw["provider"] not in PROVIDERS:
@@ -224,10 +240,7 @@ def _retry(raw: Any, source: str) -> RetryPolicy:
         return RetryPolicy()
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: retry: expected a mapping")
-    known = {f.name for f in fields(RetryPolicy)}
-    if set(raw) - known:
-        raise ConfigError(f"{source}: retry: unknown key(s) {unknown_keys(sorted(set(raw) - known), known)}")
-    policy = RetryPolicy(**raw)
+    policy = RetryPolicy(**raw)   # its keys are known (check_known_keys)
     if not isinstance(policy.max_retries, int) or isinstance(policy.max_retries, bool) or policy.max_retries < 0:
         raise ConfigError(f"{source}: retry.max_retries: expected a non-negative integer")
     for key in ("base_delay", "max_delay", "retry_after_cap"):
@@ -293,15 +306,15 @@ def check_priced(config: RunConfig) -> None:
 
 def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, base: Path,
             source: str) -> RunConfig:
-    """Check ``params`` (already absolutised where they came from a file) into a RunConfig."""
+    """Check ``params`` (already absolutised where they came from a file) into a RunConfig.
+
+    In this order: unknown keys (named, with the closest known key), then values shaped like a
+    key (before any message could show a value), then each value's type and range."""
+    check_known_keys(params, (*COMMON_KEYS, *option_defaults), source)
     secrets = find_secrets(params)
     if secrets:
         raise ConfigError(f"{source}: refusing parameters that hold a key value ({', '.join(secrets)}); "
                           "put the key in an environment variable and name it with api_key_env")
-    known = (*COMMON_KEYS, *option_defaults)
-    unknown = sorted(set(params) - set(known), key=str)
-    if unknown:
-        raise ConfigError(f"{source}: unknown parameter(s) {unknown_keys(unknown, known)}")
     params = {k: plain_json(v, str(k), source) for k, v in params.items()}
     run_name = params.get("run_name")
     if not isinstance(run_name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", run_name):

@@ -69,6 +69,17 @@ def test_refuses_real_runs_with_a_different_prompt(tmp_path: Path, monkeypatch: 
         open_compare([run.dir, second.dir])
 
 
+def test_refuses_one_run_given_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`evalnb compare A A`: a run paired with itself differs by 0 by construction; refused, also
+    when the two names are two spellings of one directory."""
+    a = constructed_run(tmp_path, "a", {"t1": 1.0, "t2": 0.5})
+    with pytest.raises(ConfigError, match=r"compare: .*/a is given twice"):
+        open_compare([a, tmp_path / "." / "a"])
+    assert main(["compare", str(a), str(a), "--out", str(tmp_path / "cmp")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is given twice" in err and not (tmp_path / "cmp").exists()
+
+
 def test_refuses_incomplete_or_mixed_benchmarks(tmp_path: Path) -> None:
     a = constructed_run(tmp_path, "a", {"t1": 1.0})
     b = constructed_run(tmp_path, "b", {"t1": 1.0})

@@ -58,6 +58,17 @@ def test_unknown_benchmark_option_suggests_the_closest(tmp_path: Path) -> None:
             "unknown parameter(s) rating_dates (did you mean rating_date?)")
 
 
+def test_a_folder_given_as_the_parameters_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`evalnb run params` (a folder): one line naming the folder and what it holds, no errno."""
+    from evalnb.app.main import main
+    folder = tmp_path / "params"
+    folder.mkdir()
+    write(folder, wildtrace(tmp_path))
+    assert main(["run", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"evalnb: error: {folder}: a folder, not a parameters file; give one file (it holds params.yaml)\n"
+
+
 def test_a_key_nothing_resembles_gets_no_guess(tmp_path: Path) -> None:
     path = write(tmp_path, wildtrace(tmp_path, zebra=1))
     with pytest.raises(ConfigError, match=re.escape(f"{path}: unknown parameter(s) zebra")) as error:

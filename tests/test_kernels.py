@@ -104,31 +104,24 @@ def test_a_dead_kernel_is_reported_not_waited_for(tmp_path: Path) -> None:
         stop_kernel(kernel)
 
 
-def counting_kernelspec(root: Path, log: Path) -> Path:
-    """A ``python3`` kernelspec that appends its pid to ``log`` each time a kernel starts,
-    then is the ordinary ipykernel (JUPYTER_PATH takes it before the built-in one)."""
-    spec = root / "kernels" / "python3"
-    spec.mkdir(parents=True)
-    launcher = root / "launch_kernel.py"
-    launcher.write_text(
-        "import os, runpy, sys\n"
-        f"with open({str(log)!r}, 'a') as f:\n"
-        "    f.write(f'{os.getpid()}\\n')\n"
-        "sys.argv[0] = 'ipykernel_launcher'\n"
-        "runpy.run_module('ipykernel_launcher', run_name='__main__')\n", "utf-8")
-    launcher.chmod(launcher.stat().st_mode | stat.S_IXUSR)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, str(launcher), "-f", "{connection_file}"],
-        "display_name": "Python 3 (counted)", "language": "python"}), "utf-8")
-    return root
+def counting_kernels(root: Path, log: Path) -> dict[str, str]:
+    """An environment in which every ipykernel process appends its pid to ``log`` as it starts:
+    a ``sitecustomize`` on PYTHONPATH (the run's kernel is this interpreter's own ipykernel,
+    whatever kernel spec Jupyter holds, so a kernel spec of the test's could not count it)."""
+    root.mkdir(parents=True)
+    (root / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "if 'ipykernel_launcher' in sys.orig_argv:\n"
+        f"    with open({str(log)!r}, 'a') as f:\n"
+        "        f.write(f'{os.getpid()}\\n')\n", "utf-8")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
 
 
 def test_evalnb_run_starts_one_kernel_and_every_record_counts_its_cells_from_one(tmp_path: Path) -> None:
     log = tmp_path / "kernels.log"
-    jupyter = counting_kernelspec(tmp_path / "jupyter", log)
+    env = counting_kernels(tmp_path / "site", log)
     params = tmp_path / "params.json"
     params.write_text(json.dumps(offline_params(tmp_path)), "utf-8")
-    env = {**os.environ, "JUPYTER_PATH": str(jupyter)}
     done = subprocess.run([str(EVALNB), "run", str(params)], env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr

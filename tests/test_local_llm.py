@@ -142,3 +142,28 @@ def test_a_suite_of_the_real_model_beside_the_offline_baseline(tmp_path: Path) -
     assert main(["suite", str(path)]) == 0
     board = json.loads((tmp_path / "suite" / "leaderboard" / "compare.json").read_text())
     assert board and not board.get("suite", {}).get("provisional")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_prompt_over_the_window_is_a_permanent_failure_with_the_server_message(stream: bool) -> None:
+    """Streamed, llama.cpp's server answers 200 and an empty stream (its error goes to its
+    log); evalnb asks once more without streaming and records the 400 it then gets."""
+    import random
+    from evalnb.config import EndpointConfig
+    from evalnb.execution.runner import run_blocking
+    from evalnb.providers import make_provider
+    from evalnb.providers.base import ChatRequest
+    from evalnb.providers.retry import RetryPolicy, call_with_retries
+
+    async def go():   # type: ignore[no-untyped-def]
+        provider = make_provider(EndpointConfig(provider="openai", name=MODEL, base_url=URL, timeout=120.0,
+                                                stream=stream))
+        try:
+            request = ChatRequest("the harbour report " * 2000, max_tokens=8, temperature=0.0)
+            return await call_with_retries(provider, request, RetryPolicy(max_retries=2, base_delay=0.1),
+                                           random.Random(0))
+        finally:
+            await provider.aclose()
+    outcome = run_blocking(go)
+    assert outcome.completion is None and outcome.error.kind == "permanent" and outcome.attempts == 1
+    assert "exceed context window" in outcome.error.message, outcome.error.message

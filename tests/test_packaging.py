@@ -17,7 +17,8 @@ from tests.conftest import ROOT
 
 def test_environment_yml_mirrors_pyproject() -> None:
     project_table = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    declared = set(project_table["dependencies"]) | set(project_table["optional-dependencies"]["test"])
+    extras = project_table["optional-dependencies"]
+    declared = set(project_table["dependencies"]) | set(extras["test"]) | set(extras["local-llm"])
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
     assert set(pip) - {"-e ."} == declared

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,18 +122,38 @@ def test_judge_failure_exits_2_then_rerun_completes_without_repeating(
     assert scores["complete"] is True and scores["overall"] is not None and scores["scored_n"] == 11
 
 
-@pytest.mark.parametrize("change, part", [
-    (lambda p: p["judges"][1].update(name="judge-other"), "judge_panel"),
-    (lambda p: p["model"].update(caps={"en": 60000, "cjk": 20000}), "caps"),
-    (lambda p: p["model"].update(reasoning=True), "decoding"),
-    (lambda p: p["retry"].update(max_retries=2), "retry"),
+@pytest.mark.parametrize("change, lines", [
+    (lambda p: p["judges"][1].update(name="judge-other"), ['judge_panel[judge2].name: "judge-2" -> "judge-other"']),
+    (lambda p: p["model"].update(caps={"en": 60000, "cjk": 20000}), ["caps.en: 50000 -> 60000"]),
+    # reasoning: true is the spec's 32768-token budget for the contestant (spec section 2)
+    (lambda p: p["model"].update(reasoning=True), ["decoding.model.max_tokens: 8192 -> 32768"]),
+    (lambda p: p["retry"].update(max_retries=2, base_delay=0.5), ["retry.max_retries: 5 -> 2",
+                                                                  "retry.base_delay: 0.01 -> 0.5"]),
 ])
-def test_resume_with_a_different_fingerprint_is_refused(tmp_path: Path, change, part: str) -> None:
+def test_resume_with_a_different_fingerprint_is_refused_naming_each_changed_value(
+        tmp_path: Path, change: Any, lines: list[str]) -> None:
+    """Each changed value on a line of its own, named by its key path, old -> new."""
     params = openai_params(tmp_path, "http://127.0.0.1:9")
     evalnb.open_run(params)
     change(params)
-    with pytest.raises(FingerprintMismatch, match=rf"refusing to resume.*\({part}: "):
+    with pytest.raises(FingerprintMismatch, match="refusing to resume") as refused:
         evalnb.open_run(params)
+    shown = [line.strip() for line in str(refused.value).splitlines()[1:-1]]
+    assert shown == lines
+
+
+def test_a_refusal_names_at_most_a_few_changes(tmp_path: Path) -> None:
+    params = openai_params(tmp_path, "http://127.0.0.1:9")
+    evalnb.open_run(params)
+    for i, judge in enumerate(params["judges"]):   # 3 names, the budget, 2 caps, the retries: 7 values
+        judge.update(name=f"other-{i}")
+    params["model"].update(reasoning=True, caps={"en": 1, "cjk": 1})
+    params["retry"].update(max_retries=1)
+    with pytest.raises(FingerprintMismatch) as refused:
+        evalnb.open_run(params)
+    text = str(refused.value).splitlines()
+    assert len(text) == 1 + 5 + 1 + 1, text   # the head, five changes, how many more, what to do
+    assert text[6].strip() == "... and 2 more changed values"
 
 
 def test_changed_prompt_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,7 +161,7 @@ def test_changed_prompt_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     evalnb.open_run(params)
     from evalnb.benchmarks.wildtrace import protocol as wildtrace
     monkeypatch.setattr(wildtrace, "JUDGE_PROMPT", wildtrace.JUDGE_PROMPT + " ")
-    with pytest.raises(FingerprintMismatch, match=r"\(prompts: "):
+    with pytest.raises(FingerprintMismatch, match=r"\n  prompts.wildtrace_judge: \"[0-9a-f]{64}\" -> \"[0-9a-f]{64}\"\n"):
         evalnb.open_run(params)
 
 

@@ -163,3 +163,38 @@ def test_a_server_own_timings_are_recorded_beside_the_client_total(server: FakeL
     assert latency.server_s == pytest.approx((812.5 + 1187.5) / 1000)
     assert result.completion.raw["server_timings"] == TIMINGS
     assert latency.total_s >= 0.3
+
+
+def test_a_stream_that_says_nothing_is_asked_once_more_without_streaming(server: FakeLLMServer,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama.cpp's server answers a streamed request whose prompt overflows its window with a
+    200 and no event at all (the error goes to its log). The same request sent whole gets the
+    400 that says why: a permanent context-length failure with the server's message, not a
+    transient "stream ended" retried on every rerun."""
+    from tests.fakeserver import Error
+    monkeypatch.setitem(fakeserver.STREAM_RENDERERS, "openai", lambda *args: [])
+    server.queue(Text("streamed: nothing of it is sent"),
+                 Error(400, "Requested tokens (5010) exceed context window of 2048", code="context_length_exceeded"))
+    result = outcome(endpoint("openai", server, stream=True), ChatRequest("x" * 500, 64, 0.1))
+    assert result.completion is None and result.error.kind == "permanent" and result.error.status_code == 400
+    assert "exceed context window of 2048" in result.error.message and result.attempts == 1
+    assert [r.streamed for r in server.requests] == [True, False]
+    # an empty stream from a server that then answers: the answer, sent whole
+    server.reset()
+    server.queue(Text("streamed: nothing of it is sent"), Text(ANSWER))
+    result = outcome(endpoint("openai", server, stream=True), ChatRequest("q", 64, 0.1))
+    assert result.completion.text == ANSWER and not result.completion.streamed
+
+
+def test_an_offline_baseline_uses_no_tokens(tmp_path) -> None:
+    """The offline baselines make no model call: no usage, estimated or otherwise."""
+    import json
+    import evalnb
+    from tests.conftest import offline_params
+    run = evalnb.open_run(offline_params(tmp_path))
+    for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
+        stage(run)
+    run.close()
+    for stage in ("generate", "judge"):
+        lines = (run.dir / f"{stage}.jsonl").read_text().splitlines()
+        assert all(json.loads(line).get("usage") is None for line in lines)

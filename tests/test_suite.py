@@ -284,6 +284,16 @@ def test_a_suite_is_checked_whole_before_anything_runs(tmp_path: Path, capsys: p
         assert not (tmp_path / "suite").exists()
 
 
+def test_a_typo_in_a_suite_key_is_named_as_the_suite_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`paralel_runs` is the suite file's key misspelt, not every contestant's unknown parameter."""
+    path = write_suite(tmp_path, "http://127.0.0.1:9", [contestant("a"), contestant("b")], paralel_runs=2)
+    assert main(["suite", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"evalnb: error: {path}: unknown suite key(s) paralel_runs (did you mean parallel_runs?)"), err
+    assert "contestant" not in err.split(":", 3)[-1].split("neither")[0] and err.count("\n") == 0
+    assert not (tmp_path / "suite").exists()
+
+
 def test_estimate_sums_the_contestants_and_shares_the_panel(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     url = "http://127.0.0.1:9"

@@ -135,9 +135,27 @@ def test_a_changed_document_is_caught(clean_run: Path, tmp_path: Path, capsys: p
 
 
 def test_missing_inputs_are_named(clean_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An input verify cannot read: "could not check", apart from "does not match", exit 2."""
     code, lines = verify(clean_run, "--set", "data=/nonexistent/tasks.json", capsys=capsys)
-    assert code == 1 and len(lines) == 1
-    assert "config.json: the run's inputs cannot be read" in lines[0] and "/nonexistent/tasks.json" in lines[0]
+    assert code == 2 and len(lines) == 1
+    assert "config.json: could not check: the run's inputs cannot be read" in lines[0]
+    assert "/nonexistent/tasks.json" in lines[0]
+    main(["verify", str(clean_run), "--set", "data=/nonexistent/tasks.json"])
+    assert capsys.readouterr().err.endswith(f"evalnb verify: {clean_run}: 1 could not check\n")
+
+
+def test_a_discrepancy_beside_what_could_not_be_checked_decides_the_exit_status(
+        clean_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Inputs that cannot be read, and a key planted in the record: exit 1, the two counted apart."""
+    copy = tmp_path / "copy"
+    shutil.copytree(clean_run, copy)
+    key_planted(copy)
+    capsys.readouterr()
+    assert main(["verify", str(copy), "--set", "data=/nonexistent/tasks.json"]) == 1
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert len(lines) == 2 and "could not check" in lines[0] and "a key-shaped string" in lines[1], lines
+    assert err.endswith(f"evalnb verify: {copy}: 1 discrepancy (does not match); 1 could not check\n")
 
 
 def test_reaggregation_is_byte_identical(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb.app import EXIT_ERROR, EXIT_OK
-from evalnb.app.notebooks import COMPARE_NOTEBOOK, execute_alone
+from evalnb.app.notebooks import COMPARE_NOTEBOOK, execute_alone, failure_cause
 from evalnb.config import read_params_file
 from evalnb.core.errors import ConfigError
 from evalnb.stages.compare import open_compare
@@ -33,7 +33,7 @@ def compare_command(runs: Sequence[Path], out: Path | None, params: Path | None,
     try:
         execute_alone(COMPARE_NOTEBOOK, output, {"config": config}, cmp.out)
     except PapermillExecutionError as e:
-        print(f"evalnb: compare failed: {e.ename}: {e.evalue.strip()} (record: {output})", file=sys.stderr)
+        print(f"evalnb: compare failed: {failure_cause(output, e)} (record: {output})", file=sys.stderr)
         return EXIT_ERROR
     print(f"evalnb: compare written to {cmp.out}", file=sys.stderr)
     return EXIT_OK

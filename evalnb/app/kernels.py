@@ -12,6 +12,13 @@ cells numbered from 1, and sees nothing an earlier stage defined. What carries o
 process and its imported modules, which no notebook can tell apart from importing them
 itself. The warm-up binds no name in the namespace, and first asks the OS to end the kernel
 with evalnb (see :mod:`evalnb.core.lock`).
+
+The kernel is this interpreter's ipykernel (not whatever ``python3`` kernel spec Jupyter finds
+first, which may be another environment's), started with ``-P`` (Python's safe path): neither
+Python nor IPython puts the current directory on ``sys.path``, so a folder that holds a
+directory named ``evalnb`` (the parent of a checkout) cannot shadow the evalnb that launched
+the kernel. ``-P`` is a flag, not ``PYTHONSAFEPATH``: the processes the kernel starts (a
+``command`` endpoint's script) keep Python's usual path.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import functools
 import importlib
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -34,6 +42,7 @@ LATER_MODULES = ("evalnb.stages.report", "evalnb.core.figures")
 # The history file nbclient would give a kernel it started (no sqlite file per run).
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]
 REPLY_TIMEOUT = 300.0   # seconds for a warm-up or reset reply (imports on a loaded machine)
+KERNEL_ARGV = [sys.executable, "-P", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
 
 
 @dataclass
@@ -54,7 +63,8 @@ def start_run_kernel(cwd: Path, first: Sequence[str] = FIRST_MODULES,
     # Unix sockets in a directory only this user can enter, not TCP on localhost: no other
     # local user can reach the kernel (ipykernel warns about plain TCP on every start).
     sockets = Path(tempfile.mkdtemp(prefix="evalnb-kernel-"))
-    manager = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "socket"))
+    manager = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "socket"),
+                                 kernel_spec_manager=_this_interpreter())
     run_sync(manager.start_kernel)(cwd=str(cwd), extra_arguments=KERNEL_ARGUMENTS)
     # Requests queue in the kernel until it binds its sockets; the client stays open for
     # the run (closing its socket would drop a request not yet delivered).
@@ -64,6 +74,18 @@ def start_run_kernel(cwd: Path, first: Sequence[str] = FIRST_MODULES,
     kernel = RunKernel(manager, control, sockets)
     _send(kernel, f"__import__('evalnb.app.kernels').app.kernels.warm_up({list(first)!r}, {list(later)!r})")
     return kernel
+
+
+def _this_interpreter() -> Any:
+    """Kernel specs that name one kernel: this interpreter's ipykernel, with ``-P``."""
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+
+    class ThisInterpreter(KernelSpecManager):   # type: ignore[misc]
+        def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+            return KernelSpec(argv=list(KERNEL_ARGV), name=kernel_name, language="python",
+                              display_name="Python 3 (evalnb)")
+
+    return ThisInterpreter()
 
 
 def also_import(kernel: RunKernel, modules: Sequence[str]) -> None:

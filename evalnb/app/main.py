@@ -51,7 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                        help="override a parameter (dotted keys, YAML values); repeatable")
     run_p.add_argument("--stage", choices=STAGES, action="append",
-                       help="run only this stage (repeatable); default: all four in order")
+                       help="run only this stage (repeatable), even when it has nothing to do; default: all four "
+                            "in order, each skipped when its record stands and it has nothing to do")
     run_p.add_argument("--wait", action="store_true",
                        help="batch mode: poll batches in flight until they finish (default: poll once, exit 2 "
                             "while any is running)")
@@ -98,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     init_p.add_argument("folder", type=Path, nargs="?", default=Path("."), help="default: the current directory")
     init_p.add_argument("--force", action="store_true", help="overwrite files that differ")
     verify_p = sub.add_parser("verify", help="recompute a run (or compare, or pack archive) from its stores and "
-                                             "inputs and check every number it reports; exit 1 on any discrepancy")
+                                             "inputs and check every number it reports; exit 1 on any discrepancy, 2 when "
+                                             "nothing differs but something could not be checked")
     verify_p.add_argument("target", type=Path, help="a run directory, a compare directory, or an archive from pack")
     verify_p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=PATH",
                           help="where an input is now (data, corpus, responses ...), when not at its recorded path")
@@ -109,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     suite_p.add_argument("suite_file", type=Path)
     suite_p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                          help="override a shared parameter of the suite (dotted keys, YAML values); repeatable")
+    from evalnb.app import plan
+    plan.add_parser(sub)
     args = parser.parse_args(argv)
     # Each command's module is imported only when it runs: `evalnb run` starts its kernel
     # before it imports the stages, and `evalnb status` never imports them.
@@ -120,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from evalnb.app.run import execute_stages
             stages = [s for s in STAGES if s in (args.stage or STAGES)]
             return execute_stages(args.params, args.sets, stages,
-                                  wait=args.poll_interval if args.wait else None)
+                                  wait=args.poll_interval if args.wait else None, forced=bool(args.stage))
         if args.command in ("estimate", "probe-window", "show"):
             from evalnb.app import inspection
             if args.command == "estimate":
@@ -147,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "verify":
             from evalnb.app.verify import verify_command
             return verify_command(args.target, args.sets)
+        if args.command == "plan":
+            return plan.plan_command(args)
         if args.command == "pack":
             from evalnb.app.pack import pack_command
             return pack_command(args.run_dir, args.output)

@@ -12,6 +12,7 @@ from evalnb.app.kernels import execute_stage, start_run_kernel, stop_kernel
 from evalnb.app.project import project_dir
 from evalnb.core.records import write_text
 from evalnb.core.redaction import redact
+from evalnb.core.tracebacks import innermost_cause
 from evalnb.core.types import STAGES
 
 PROJECT = project_dir()   # notebooks/ and params/: the checkout's, or the wheel's project template
@@ -55,7 +56,9 @@ def _yield_cpu() -> None:
 
 def failure_cause(notebook: Path, error: Exception) -> str:
     """The exception a stage cell raised, on one line: its type and message, read from the
-    executed notebook (papermill's own exception may carry only a wrapper's empty message)."""
+    executed notebook (papermill's own exception may carry only a wrapper's empty message).
+    Through exception groups, the innermost cause (:mod:`evalnb.core.tracebacks`): IPython
+    shows a group only as text on the cell's stderr, with no error output."""
     import nbformat
 
     try:
@@ -63,11 +66,17 @@ def failure_cause(notebook: Path, error: Exception) -> str:
     except (OSError, ValueError):
         nb = None
     for cell in (nb.cells if nb else []):
-        for out in cell.get("outputs", []):
+        outputs = cell.get("outputs", [])
+        for out in outputs:
             if out.get("output_type") == "error" and out.get("ename") != "PapermillExecutionError":
-                return redact(_one_line(f"{out['ename']}: {out['evalue']}"))
-    return redact(_one_line(f"{getattr(error, 'ename', type(error).__name__)}: "
-                            f"{getattr(error, 'evalue', error)}"))
+                cause = innermost_cause(out.get("traceback") or []) or f"{out['ename']}: {out['evalue']}"
+                return redact(_one_line(cause))
+        if (cell.get("metadata", {}).get("papermill") or {}).get("exception"):   # failed, no error output
+            stderr = "".join(o.get("text", "") for o in outputs if o.get("name") == "stderr")
+            if group := innermost_cause(stderr):
+                return redact(_one_line(group))
+    return redact(_one_line(innermost_cause(getattr(error, "traceback", None) or []) or
+                            f"{getattr(error, 'ename', type(error).__name__)}: {getattr(error, 'evalue', error)}"))
 
 
 def _one_line(text: str) -> str:

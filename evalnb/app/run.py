@@ -22,8 +22,9 @@ from evalnb.app.suite_state import status_text as suite_status
 from evalnb.app.notebooks import _yield_cpu, failure_cause, notebook_for, redact_notebook, render_html
 from evalnb.core.errors import ConfigError
 from evalnb.core.lock import TOKEN_ENV
-from evalnb.core.manifest import update_manifest
-from evalnb.core.records import read_json_if_exists
+from evalnb.core.jsondiff import short
+from evalnb.core.manifest import add_rerun, update_manifest
+from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.redaction import redact
 from evalnb.execution.batch import WAIT_ENV
 from evalnb.execution.batch.journal import JOURNAL_NAME
@@ -33,8 +34,10 @@ from evalnb.providers import modules_for
 
 
 def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str],
-                   wait: float | None = None) -> int:
-    """``wait``: poll batches in flight until they finish, this many seconds apart (batch mode)."""
+                   wait: float | None = None, forced: bool = False) -> int:
+    """``wait``: poll batches in flight until they finish, this many seconds apart (batch mode).
+    A stage with nothing to do is not executed (evalnb.stages.rerun), unless ``forced`` (the
+    stages were named with ``--stage``)."""
     # The run's one kernel boots while the parameters are checked (evalnb.app.kernels), so what it
     # reads from its environment is set first: the token that lets it in under this command's
     # lock (evalnb.core.lock), and how long its batch engine waits.
@@ -43,25 +46,38 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
     kernel = None
     try:
         kernel = start_run_kernel(Path.cwd()) if stages else None
-        return _run_stages(params, sets, stages, kernel)
+        return _run_stages(params, sets, stages, kernel, forced)
     finally:
         stop_kernel(kernel)
         for name in settings:
             os.environ.pop(name, None)
 
 
-def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], kernel: Any) -> int:
+def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], kernel: Any,
+                forced: bool = False) -> int:
     from evalnb.stages.pipeline import open_run   # imported while the kernel boots (see execute_stages)
+    from evalnb.stages.rerun import plan
 
     # Validates everything before a notebook starts, then holds the run directory: a second
     # process is refused, and only this command's own kernel is let in (evalnb.core.lock).
-    run = open_run(params, sets, require_keys=True, prefetch_sdks=False, hold_lock=True)
+    run = open_run(params, sets, require_keys=True, prefetch_sdks=False, hold_lock=True, keep_config=True)
     assert run.lock is not None
-    if kernel is not None:   # every endpoint's SDK, before the first stage
-        also_import(kernel, modules_for([run.config.model, *run.config.judges]))
-    update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
     try:
-        failed = _execute(run, stages, kernel, Path(params))
+        todo = plan(run, {stage: run.path(notebook_for(stage).name) for stage in stages}, forced=forced)
+        _skip(run, todo.skip)
+        if todo.changed:   # this invocation's own settings, beside the record's (never over it)
+            add_rerun(run.path("manifest.json"), todo.rerun_entry())
+            if todo.execute:
+                write_json(run.path("config.json"), run.config.to_dict())   # the settings the stages now run under
+            else:
+                print(f"evalnb: nothing to do, so no call was made under the changed settings "
+                      f"({setting_changes(todo.changed)}); config.json and the records keep the settings they "
+                      "were made under, and manifest.json's reruns records this invocation's", file=sys.stderr)
+        if kernel is not None and todo.execute:   # every endpoint's SDK, before the first stage
+            also_import(kernel, modules_for([run.config.model, *run.config.judges]))
+        if todo.execute:
+            update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
+        failed = _execute(run, todo.execute, kernel, Path(params))
     finally:
         run.close()
     waiting = _batches_waiting(run.dir)
@@ -85,6 +101,23 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
                   "command again to resume", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_ERROR
+
+
+def _skip(run: Any, stages: Sequence[str]) -> None:
+    """Stages with nothing to do: their records stand (an HTML page missing is written, from
+    the record as it is)."""
+    if stages:
+        print(f"evalnb: nothing to do in {', '.join(stages)}: {'its record stands' if len(stages) == 1 else 'their records stand'} "
+              f"in {run.dir}", file=sys.stderr)
+    for stage in stages:
+        if not (html := run.path(notebook_for(stage).name).with_suffix(".html")).exists():
+            render_html(html.with_suffix(".ipynb"))
+
+
+def setting_changes(changed: Sequence[tuple[str, Any, Any]], limit: int = 3) -> str:
+    """``concurrency: 16 -> 8, model.concurrency: 16 -> 8``, at most ``limit``, then how many more."""
+    text = ", ".join(f"{path}: {short(old, 40)} -> {short(new, 40)}" for path, old, new in changed[:limit])
+    return text + (f" and {len(changed) - limit} more" if len(changed) > limit else "")
 
 
 def _batches_waiting(run_dir: Path) -> str | None:

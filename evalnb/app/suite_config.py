@@ -41,7 +41,7 @@ from evalnb import config as cfg
 from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.config import RunConfig
 from evalnb.core.errors import ConfigError, EvalnbError
-from evalnb.core.fingerprint import changed_parts, fingerprint, short_json
+from evalnb.core.fingerprint import change_lines, fingerprint
 from evalnb.core.records import read_json_if_exists
 from evalnb.execution.budget import LEDGER_NAME
 from evalnb.stages.pipeline import check_keys, make_benchmark
@@ -118,6 +118,7 @@ def load_suite(path: Path, sets: Sequence[str] = (), *, require_keys: bool = Tru
     path = path.expanduser().resolve()
     raw = cfg.apply_sets(cfg.read_params_file(path), sets)
     source = str(path)
+    _check_suite_keys(raw, source)
     name = raw.get("suite_name")
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ConfigError(f"{source}: suite_name: required, letters, digits, '.', '_' or '-'")
@@ -161,6 +162,25 @@ def load_suite(path: Path, sets: Sequence[str] = (), *, require_keys: bool = Tru
     return Suite(name, path, suite_dir, parallel, budget["max_cost_usd"] if budget else None, contestants)
 
 
+def _check_suite_keys(raw: Mapping[str, Any], source: str) -> None:
+    """The suite file's top-level keys are suite keys or run parameters its contestants share: a
+    typo (``paralel_runs``) is named as the suite file's key, with the closest known one, before
+    any contestant is read (where it would be that contestant's unknown parameter)."""
+    entries = raw["contestants"] if isinstance(raw.get("contestants"), list) else []
+    names = {n for n in [raw.get("benchmark"), *(c.get("benchmark") for c in entries if isinstance(c, Mapping))]
+             if isinstance(n, str)}
+    try:   # no benchmark named anywhere: its options unknown, the contestants' own check says so
+        options = {key for n in names for key in benchmark_for(n).OPTIONS} if names else None
+    except EvalnbError:   # an unknown benchmark: the contestant's own check names it
+        options = None
+    if options is None:
+        return
+    known = {*SUITE_KEYS, *cfg.COMMON_KEYS, *options}
+    if unknown := sorted(set(raw) - known, key=str):
+        raise ConfigError(f"{source}: unknown suite key(s) {cfg.unknown_keys(unknown, known)}: neither a suite "
+                          f"key ({', '.join(SUITE_KEYS)}) nor a run parameter the contestants share")
+
+
 def _contestant(run_name: str, where: str, params: dict[str, Any], base: Path, require_keys: bool) -> Contestant:
     """One contestant checked as ``evalnb run`` checks a run, without writing anything."""
     if "benchmark" not in params:
@@ -189,10 +209,9 @@ def _check_fingerprint(where: str, config: RunConfig, benchmark: Benchmark) -> N
     new = fingerprint(benchmark.fingerprint_parts())
     if old["sha256"] == new["sha256"]:
         return
-    details = "; ".join(f"{n}: {short_json(old['parts'].get(n, {}).get('value'))} -> "
-                        f"{short_json(new['parts'].get(n, {}).get('value'))}" for n in changed_parts(old, new))
-    raise ConfigError(f"{where}: changed since its run started in {config.output_dir} ({details}); "
-                      "its scores would not be comparable: give the changed contestant a new run_name")
+    details = "\n".join(f"  {line}" for line in change_lines(old, new))
+    raise ConfigError(f"{where}: changed since its run started in {config.output_dir}:\n{details}\n"
+                      "Its scores would not be comparable: give the changed contestant a new run_name")
 
 
 def _check_comparable(contestants: Sequence[Contestant], source: str) -> None:

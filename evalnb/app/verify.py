@@ -13,8 +13,12 @@ else. A compare directory: every compared run is verified as a run, its fingerpr
 the one the comparison recorded, and the comparison's tables, figures, ``compare.json``,
 CSV files and notebook outputs are recomputed from those runs.
 
-One line per discrepancy on stdout, naming the file and the field; exit 0 when everything
-matches, 1 otherwise. Nothing in the record is written.
+One line per discrepancy on stdout, naming the file and the field, and one per thing that
+could not be checked (an input that cannot be read, a compared run that is not there), which
+says "could not check". Exit status: 0 everything checked and matching; 1 something does not
+match (whatever else could not be checked); 2 nothing found that differs, but something could
+not be checked (give the missing input with --set and verify again). Nothing in the record is
+written.
 """
 
 from __future__ import annotations
@@ -39,15 +43,16 @@ from evalnb.core.records import read_json_if_exists
 from evalnb.stages.compare import open_compare
 from evalnb.stages.notebook_outputs import check_notebook, injected_config
 from evalnb.stages.pipeline import headline_table, judge_names, judge_status_table, status_table
-from evalnb.stages.recompute import Recomputed, rebuild
+from evalnb.stages.recompute import Recomputed, Unchecked, rebuild
 from evalnb.stages.render import provenance, render_notebook
 
-EXIT_OK, EXIT_DIFFERS = 0, 1
+EXIT_OK, EXIT_DIFFERS, EXIT_UNCHECKED = 0, 1, 2
 RUN_NOTEBOOKS = ("01_generate.ipynb", "02_judge.ipynb", "03_aggregate.ipynb", "04_report.ipynb")
 REPORT_CALLS = ("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
-                "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "batches_table")
-COMPARE_CALLS = ("leaderboard", "leaderboard_figure", "paired_differences", "judge_means", "judge_agreement",
-                 "disagreements", "benchmark_analysis", "benchmark_compare_figure", "repeats_table", "save_compare")
+                "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "batches_table", "standard_errors")
+COMPARE_CALLS = ("leaderboard", "leaderboard_figure", "paired_differences", "pairwise", "judge_means",
+                 "judge_agreement", "disagreements", "benchmark_analysis", "benchmark_compare_figure", "repeats_table",
+                 "save_compare")
 
 
 def files_of(folder: Path) -> Iterator[Path]:
@@ -152,12 +157,13 @@ def verify_compare(folder: Path, label: str, sets: Sequence[str]) -> list[str]:
     notebook = folder / "05_compare.ipynb"
     if recorded is None or not notebook.exists():
         return [f"{label}/{'compare.json' if recorded is None else notebook.name}: missing"] + key_lines(folder, label)
-    lines = []
+    lines: list[str] = []
     for entry in recorded["runs"]:
         run_dir = Path(entry["dir"])
         fingerprint = read_json_if_exists(run_dir / "fingerprint.json") if run_dir.is_dir() else None
         if fingerprint is None:
-            lines.append(f"{label}/compare.json: runs[{entry.get('label')}]: {run_dir} is not there to verify")
+            lines.append(Unchecked(f"{label}/compare.json: runs[{entry.get('label')}]: could not check: "
+                                   f"{run_dir} is not there to verify"))
             continue
         if fingerprint.get("sha256") != entry.get("fingerprint"):
             lines.append(f"{label}/compare.json: runs[{entry.get('label')}].fingerprint: recorded "
@@ -203,7 +209,7 @@ def verify_folder(folder: Path, label: str, sets: Sequence[str]) -> list[str]:
 
 
 def verify_command(target: Path, sets: Sequence[str] = ()) -> int:
-    """Print one line per discrepancy; 0 when everything matches, 1 otherwise."""
+    """Print one line per discrepancy and per thing not checked; exit 0, 1 or 2 (module docstring)."""
     if target.is_file() and target.name.endswith(ARCHIVE_SUFFIXES):
         with tempfile.TemporaryDirectory(prefix="evalnb-verify-archive-") as scratch:
             folder, lines = unpack(target, Path(scratch))
@@ -216,6 +222,9 @@ def verify_command(target: Path, sets: Sequence[str] = ()) -> int:
                           f"({', '.join(ARCHIVE_SUFFIXES)})")
     for line in lines:
         print(line)
-    print(f"evalnb verify: {target}: " + (f"{len(lines)} discrepancies" if lines else "everything matches"),
-          file=sys.stderr)
-    return EXIT_DIFFERS if lines else EXIT_OK
+    unchecked = sum(isinstance(line, Unchecked) for line in lines)
+    differ = len(lines) - unchecked
+    summary = [f"{differ} discrepanc{'y' if differ == 1 else 'ies'} (does not match)"] if differ else []
+    summary += [f"{unchecked} could not check"] if unchecked else []
+    print(f"evalnb verify: {target}: " + ("; ".join(summary) or "everything matches"), file=sys.stderr)
+    return EXIT_DIFFERS if differ else EXIT_UNCHECKED if unchecked else EXIT_OK

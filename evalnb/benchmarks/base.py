@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from evalnb.core import stats
+from evalnb.core import clustered, stats
 from evalnb.core.run_config import RunConfig
 from evalnb.core.types import ItemResults, JudgeStatus, Metric, Record, RunScores, Status
 
@@ -36,6 +36,9 @@ class BaseBenchmark:
     NAME: ClassVar[str]
     METRICS: ClassVar[tuple[Metric, ...]]   # the declared metrics, headline ones flagged
     STATUSES: ClassVar[tuple[str, ...]] = tuple(s.value for s in Status)
+    # What one cluster is (reading 31), for labels; the clusters themselves are ItemResults.clusters.
+    # None: every item is its own cluster, named by ITEM_NOUN.
+    CLUSTER_NOUN: ClassVar[str | None] = None
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
@@ -82,6 +85,8 @@ class BaseBenchmark:
         """``body`` with its declared metrics (values and intervals) under ``metrics``."""
         body["metrics"] = metric_summary(type(self), body, self.config.options["n_boot"],  # type: ignore[arg-type]
                                          self.config.options["seed"])
+        body["uncertainty"] = uncertainty_summary(type(self), body, self.config.options["n_boot"],
+                                                  self.config.options["seed"])
         return body
 
     @classmethod
@@ -121,6 +126,27 @@ def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int) 
                      "n": items_read(results.values, m, strata) if m.name in intervals else None,
                      "ci": intervals[m.name].as_dict() if m.name in intervals and m.interval else None}
             for m in metrics}
+
+
+def uncertainty_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
+    """Beside the declared metrics (never replacing them): each mean metric's standard error, n,
+    clustered standard error, number of clusters and design effect, and, when items share
+    clusters, its cluster-bootstrap interval (:mod:`evalnb.core.clustered`)."""
+    results = bench.results(body)
+    ready = [m for m in bench.metrics() if body["complete"] or m.partial]
+    return clustered.metric_uncertainty(results.values, ready, strata=[results.strata.get(i, "") for i in results.ids],
+                                        clusters=cluster_labels(results), cluster_noun=cluster_noun(bench),
+                                        n_boot=n_boot, seed=seed)
+
+
+def cluster_labels(results: ItemResults) -> list[str] | None:
+    """Each item's cluster (None when the benchmark declares none: every item its own)."""
+    return [results.clusters.get(i, f"item {i}") for i in results.ids] if results.clusters else None
+
+
+def cluster_noun(bench: Any) -> str:
+    """What one cluster is: the benchmark's ``CLUSTER_NOUN``, else its item noun."""
+    return str(getattr(bench, "CLUSTER_NOUN", None) or getattr(bench, "ITEM_NOUN", "item"))
 
 
 def judge_table(results: ItemResults) -> pd.DataFrame:

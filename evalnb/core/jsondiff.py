@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-ID_FIELDS = ("task_id", "item_id", "key", "id", "case_id", "metric", "stage", "judge")
+ID_FIELDS = ("task_id", "item_id", "key", "id", "case_id", "metric", "stage", "judge", "role")
 
 
 def as_json(value: Any) -> Any:
@@ -33,8 +33,10 @@ def short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def differences(recorded: Any, expected: Any, path: str = "") -> list[tuple[str, Any, Any]]:
-    """``(path, recorded, expected)`` for every leaf that differs (a missing key is ``<absent>``)."""
+def differences(recorded: Any, expected: Any, path: str = "", *, whole_lists: bool = False) -> list[tuple[str, Any, Any]]:
+    """``(path, recorded, expected)`` for every leaf that differs (a missing key is ``<absent>``).
+    Lists of different lengths: ``path (length)`` and the two lengths, or with ``whole_lists``
+    the two lists themselves."""
     if isinstance(recorded, Mapping) and isinstance(expected, Mapping):
         out = []
         for key in list(expected) + [k for k in recorded if k not in expected]:
@@ -44,15 +46,15 @@ def differences(recorded: Any, expected: Any, path: str = "") -> list[tuple[str,
             elif key not in expected:
                 out.append((where, recorded[key], "<absent>"))
             else:
-                out.extend(differences(recorded[key], expected[key], where))
+                out.extend(differences(recorded[key], expected[key], where, whole_lists=whole_lists))
         return out
     if (isinstance(recorded, Sequence) and isinstance(expected, Sequence)
             and not isinstance(recorded, str) and not isinstance(expected, str)):
         if len(recorded) != len(expected):
-            return [(f"{path} (length)", len(recorded), len(expected))]
+            return [(path, recorded, expected)] if whole_lists else [(f"{path} (length)", len(recorded), len(expected))]
         out = []
         for i, (a, b) in enumerate(zip(recorded, expected)):
-            out.extend(differences(a, b, f"{path}[{_label(b, i)}]"))
+            out.extend(differences(a, b, f"{path}[{_label(b, i)}]", whole_lists=whole_lists))
         return out
     if type(recorded) is not type(expected) and not (
             isinstance(recorded, (int, float)) and isinstance(expected, (int, float))

@@ -77,3 +77,28 @@ def store_digest(path: Path) -> dict[str, Any] | None:
         return None
     data = path.read_bytes()
     return {"sha256": hashlib.sha256(data).hexdigest(), "lines": data.count(b"\n")}
+
+
+NOTHING_TO_DO = "reruns_with_nothing_to_do"   # a stage entry's dates of executions that made no call
+
+
+def stage_entry(path: Path, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """What the manifest keeps for stage ``name`` that has just run: ``entry``; but when the
+    stage made no call and changed no batch, the entry already there, its times kept (they say
+    when the calls were made, and none was made now), with this execution's date added beside
+    them under ``reruns_with_nothing_to_do``."""
+    previous = ((read_json_if_exists(path) or {}).get("stages") or {}).get(name)
+    batches = ("modes", "batches")
+    if (not previous or entry.get("new_records")
+            or any(entry.get(k) != previous.get(k) for k in batches)):
+        return entry
+    return previous | {NOTHING_TO_DO: [*previous.get(NOTHING_TO_DO, []), entry["finished_at"]]}
+
+
+def add_rerun(path: Path, entry: dict[str, Any]) -> None:
+    """``entry`` appended to the manifest's ``reruns`` (one per later ``evalnb run`` whose
+    settings differ from the recorded ``config.json``), every other field as it was: its
+    times are not this invocation's to change."""
+    manifest = read_json_if_exists(path) or {}
+    manifest["reruns"] = [*manifest.get("reruns", []), entry]
+    write_json(path, manifest)

@@ -9,23 +9,33 @@ every bootstrap replicate (in the spirit of rliable's ``metrics.py`` and inspect
 
 NaN cells are items without a score of their own; ``missing`` says whether a mean leaves
 them out (``"exclude"``) or counts them as 0 (``"zero"``).
+
+Each mean also carries its ``ratio_form`` (:class:`evalnb.core.clustered.RatioForm`): the same
+number as sums of per-item numerators and denominators, from which its standard errors, clustered
+standard error and cluster bootstrap are computed (a count has none).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from evalnb.core import stats
+from evalnb.core.clustered import RatioForm, cells
 from evalnb.core.types import MetricFn
+
+
+def _with_form(fn: MetricFn, form: Callable[[np.ndarray, Mapping[str, np.ndarray]], RatioForm]) -> MetricFn:
+    fn.ratio_form = form   # type: ignore[attr-defined]  # read by evalnb.core.clustered.form_of
+    return fn
 
 
 def mean(*, missing: str = "exclude") -> MetricFn:
     """The mean over every repeat and item."""
     def mean_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
         return stats.cell_mean(values, missing=missing)
-    return mean_fn
+    return _with_form(mean_fn, lambda values, strata: RatioForm((cells(values, missing=missing),), values.shape[-1]))
 
 
 def stratum_mean(label: str, *, missing: str = "exclude") -> MetricFn:
@@ -35,21 +45,34 @@ def stratum_mean(label: str, *, missing: str = "exclude") -> MetricFn:
         if columns is None or not len(columns):
             return np.full(values.shape[:-2], np.nan)
         return stats.cell_mean(values, columns, missing=missing)
-    return stratum_fn
+
+    def form(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> RatioForm:
+        columns = strata.get(label)
+        return RatioForm((cells(values, columns, missing=missing),) if columns is not None and len(columns) else (),
+                         values.shape[-1])
+    return _with_form(stratum_fn, form)
 
 
 def macro_mean(*, missing: str = "exclude") -> MetricFn:
     """The mean of the per-stratum means, over the strata that have items."""
     def macro_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
         return stats.macro_mean(values, strata, missing=missing)
-    return macro_fn
+
+    def form(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> RatioForm:
+        return RatioForm(tuple(cells(values, idx, missing=missing) for idx in strata.values() if len(idx)),
+                         values.shape[-1])
+    return _with_form(macro_fn, form)
 
 
 def share_scored() -> MetricFn:
     """The share of cells that hold a score."""
     def share_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
         return stats.share_present(values)
-    return share_fn
+
+    def form(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> RatioForm:
+        present = (~np.isnan(values)).sum(axis=0).astype(float)
+        return RatioForm(((present, np.full(values.shape[-1], float(values.shape[0]))),), values.shape[-1])
+    return _with_form(share_fn, form)
 
 
 def count_scored() -> MetricFn:

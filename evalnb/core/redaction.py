@@ -13,8 +13,11 @@ import os
 import re
 from collections.abc import Iterable
 
-SECRET_NAME = re.compile(r"^(api_?key|key|secret|token|password|passwd|bearer|credentials?|"
-                         r"auth|authorization)$|_(key|secret|token|password)$", re.I)
+# A parameter NAMED as a credential and nothing else. Names that merely contain such a word
+# (max_token, judge_max_tokens, sort_key, api_key_env) are ordinary parameters: what holds a
+# key is found by its value (SECRET_VALUE), and a misspelt name is an unknown parameter.
+SECRET_NAME = re.compile(r"^(api_?key|key|secret|token|access_token|password|passwd|bearer|credentials?|"
+                         r"auth|authorization)$", re.I)
 SECRET_VALUE = re.compile(r"(sk-[A-Za-z0-9_*-]{20,}|sk-ant-[A-Za-z0-9_-]{10,}|AIza[0-9A-Za-z_-]{30,}"
                           r"|gh[pousr]_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|xox[abpr]-[A-Za-z0-9-]{10,}"
                           r"|Bearer\s+\S{16,})")

@@ -35,7 +35,7 @@ from evalnb.core.estimates import DEFAULT_DECIMALS, MISSING, estimate_text, numb
 LAYOUT = "evalnb_layout"
 # Columns that hold fractions wherever they appear: their whole values keep the decimals.
 FRACTIONS = frozenset({"share", "mean", "std", "sd", "pearson_r", "mean_abs_diff", "share_over_threshold",
-                       "award_rate", "mean_diff", "spread", "score", "ci_low", "ci_high"})   # the key of DataFrame.attrs that carries a table's layout
+                       "award_rate", "mean_diff", "spread", "score", "ci_low", "ci_high", "p_first"})   # the key of DataFrame.attrs that carries a table's layout
 
 
 @dataclass(frozen=True)

@@ -181,7 +181,9 @@ class ItemResults:
     its own), the matrix the declared metrics read. ``scores`` is each item's own score (the
     mean over repeats; None while unscored); ``attempted`` says whether the contestant had a
     chance at it (a file-fed answer existed, the document fitted); ``judges`` holds each
-    item's per-judge (or per-rater-run) scores, for agreement.
+    item's per-judge (or per-rater-run) scores, for agreement. ``clusters`` names each item's
+    cluster, the unit of randomisation it shares with others (reading 31: the corpus document
+    a task asks about); an item it does not name is its own cluster, the default.
     """
 
     ids: tuple[str, ...]
@@ -191,6 +193,7 @@ class ItemResults:
     attempted: Mapping[str, bool]
     strata: Mapping[str, str] = field(default_factory=dict)      # item -> stratum label ("" none)
     judges: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    clusters: Mapping[str, str] = field(default_factory=dict)    # item -> cluster label (default: itself)
 
     @property
     def repeats(self) -> int:

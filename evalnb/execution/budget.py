@@ -298,10 +298,9 @@ class BudgetedProvider:
             self.budget.settle(hold, hold.usd, in_doubt=True)
             raise
         model = self.budget.models.get(self.role, self.role)
-        completion = usage_or_estimate(completion, request)   # a reply without usage is not free
+        completion = usage_or_estimate(completion, request, self.inner)   # a reply without usage is not free
         u = completion.usage
-        assert u is not None
-        self.budget.settle(hold, usd(u.input_tokens, u.output_tokens, self.budget.prices.get(model)))
+        self.budget.settle(hold, usd(u.input_tokens, u.output_tokens, self.budget.prices.get(model)) if u else 0.0)
         return completion
 
     async def aclose(self) -> None:

@@ -84,6 +84,8 @@ def _section(prompt: str, start: str, end: str | None) -> str:
 class ExtractiveContestant:
     """``extractive-bm25``: the best three sentences; ``lead-3``: the first three (a floor)."""
 
+    makes_no_model_call = True   # no tokens, no usage to estimate (providers.retry.usage_or_estimate)
+
     def __init__(self, model: str, concurrency: int) -> None:
         self.model, self.concurrency = model, concurrency
 
@@ -115,6 +117,8 @@ def item_covered(criterion: str, response_tokens: set[str], share: float = 0.6) 
 
 
 class RubricOverlapJudge:
+    makes_no_model_call = True   # no tokens, no usage to estimate (providers.retry.usage_or_estimate)
+
     def __init__(self, model: str, concurrency: int, share: float = 0.6) -> None:
         self.model, self.concurrency, self.share = model, concurrency, share
 

@@ -14,7 +14,7 @@ from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage
                                    http_error, malformed_reply, rate_limit_headers, reply_shape,
                                    retry_after_seconds, shared_tls_context,
                                    status_of, unreadable_reply)
-from evalnb.providers.openai_stream import read_stream, reasoning_of
+from evalnb.providers.openai_stream import EMPTY_STREAM, read_stream, reasoning_of
 from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
 
@@ -106,10 +106,18 @@ class OpenAIProvider:
 
     async def complete(self, request: ChatRequest) -> Completion:
         if self.stream.streams(request):   # reading 25: the same body, streamed
-            reply = await read_stream(self._client, self.request_body(request), self.stream, sdk_error)
-            completion = completion_of(reply.response, request_id=reply.headers.get("x-request-id"),
-                                       headers=rate_limit_headers(reply.headers) if self.observe_quota else {})
-            return self.stream.finish(completion, reply.latency, streamed=True)
+            try:
+                reply = await read_stream(self._client, self.request_body(request), self.stream, sdk_error)
+            except ProviderError as failure:
+                # A stream that said nothing at all: the same request once without streaming, so
+                # the endpoint's own reply (an answer, or its error: llama.cpp's context overflow
+                # is a 400 then) is this attempt's outcome, not "stream ended" retried for ever.
+                if failure.code != EMPTY_STREAM:
+                    raise
+            else:
+                completion = completion_of(reply.response, request_id=reply.headers.get("x-request-id"),
+                                           headers=rate_limit_headers(reply.headers) if self.observe_quota else {})
+                return self.stream.finish(completion, reply.latency, streamed=True)
         started = time.monotonic()
         try:
             # The raw response (no extra cost: the SDK builds it either way) keeps the body, for

@@ -67,6 +67,10 @@ def stream_error(error: Any) -> ProviderError:
     return http_error(status, f"error event: {message}", code=text_code)
 
 
+# A 200 stream that ends before its first event: llama.cpp's server does so when the prompt
+# overflows its window (its ValueError goes to its log, not into the stream).
+EMPTY_STREAM = "stream_empty"
+
 _decode = json.JSONDecoder().decode   # str in: no encoding to detect, as json.loads does for bytes
 
 
@@ -170,6 +174,8 @@ async def read_stream(client: openai.AsyncOpenAI, body: dict[str, Any], settings
                     chunks.add(data)
             for data in events.end():
                 chunks.add(data)
+        if chunks.first is None and not watch.events:
+            raise ProviderError("transient", "stream ended before its first event", code=EMPTY_STREAM)
         if chunks.finish is None or chunks.first is None:
             raise watch.incomplete("its finish_reason")
     usage = chunks.usage

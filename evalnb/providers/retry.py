@@ -55,13 +55,22 @@ def request_input_tokens(request: ChatRequest) -> float:
     return estimate_tokens(request.prompt) + (estimate_tokens(request.system) if request.system else 0.0)
 
 
-def usage_or_estimate(completion: Completion, request: ChatRequest) -> Completion:
+def makes_no_model_call(provider: object) -> bool:
+    """An offline baseline, also behind the wrappers (pacing, the ceiling) that hold it as ``inner``."""
+    while provider is not None:
+        if getattr(provider, "makes_no_model_call", False):
+            return True
+        provider = getattr(provider, "inner", None)
+    return False
+
+
+def usage_or_estimate(completion: Completion, request: ChatRequest, provider: object = None) -> Completion:
     """The completion with usage: as reported, or, where the reply reported none, estimated
     from the request's prompt and the returned text and reasoning (the estimate the ceiling
     reserves by) and marked ``estimated``. A reply without usage used tokens all the same: a
     null would be counted as 0 tokens and $0 by every total and by the spending ceiling."""
-    if completion.usage is not None:
-        return completion
+    if completion.usage is not None or makes_no_model_call(provider):
+        return completion   # as reported; an offline baseline uses no tokens at all
     returned = completion.text + (completion.reasoning or "")
     usage = Usage(input_tokens=round(request_input_tokens(request)),
                   output_tokens=round(estimate_tokens(returned)) if returned else 0, estimated=True)
@@ -84,7 +93,7 @@ async def call_with_retries(provider: Provider, request: ChatRequest, policy: Re
     charged: list[dict[str, Any]] = []
     for attempt in range(1, policy.max_retries + 2):
         try:
-            completion = usage_or_estimate(await provider.complete(request), request)
+            completion = usage_or_estimate(await provider.complete(request), request, provider)
             return Outcome(completion, None, attempt, waits, errors, charged)
         except NotSent as refused:
             if attempt == 1:

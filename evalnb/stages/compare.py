@@ -23,10 +23,11 @@ from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.benchmarks.base import contestant_label
 from evalnb.core.types import ItemResults, Metric
 from evalnb.core.errors import ConfigError, FingerprintMismatch
-from evalnb.core.fingerprint import short_json
+from evalnb.core.fingerprint import change_lines
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.metric_n import items_read
 from evalnb.core.tables import Estimate, Layout, estimates_layout, readable
+from evalnb.stages import joint as joint_stats
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -73,6 +74,9 @@ class Comparison:
     top: int = 10                   # how many largest disagreements / most-missed items to list
     tables: dict[str, Any] = field(default_factory=dict)
     suite: dict[str, Any] | None = None   # a suite's leaderboard: its name, provisional, missing contestants
+    alpha: float = 0.05             # the level of the pairwise verdicts (after Holm)
+    power: float = 0.8              # the power of the minimum detectable differences
+    _joint: joint_stats.Joint | None = field(default=None, repr=False)
     record_dir: Path | None = None   # where the record lives (paths shown relative to it); default: out
 
     @property
@@ -101,15 +105,15 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
         differ = [p for p in parts if first.fingerprint["parts"].get(p, {}).get("sha256")
                   != other.fingerprint["parts"].get(p, {}).get("sha256")]
         if differ:
-            detail = "; ".join(f"{p}: {short_json(first.fingerprint['parts'].get(p, {}).get('value'))} vs "
-                               f"{short_json(other.fingerprint['parts'].get(p, {}).get('value'))}" for p in differ)
+            detail = "\n".join(f"  {line}" for line in change_lines(first.fingerprint, other.fingerprint, parts=differ))
             raise FingerprintMismatch(f"refusing to compare {first.dir} with {other.dir}: {', '.join(differ)} "
-                                      f"differ ({detail}). The protocol forbids mixing such scores.")
+                                      f"differ (first -> second):\n{detail}\nThe protocol forbids mixing such scores.")
 
 
 def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
                  n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
-                 suite: Mapping[str, Any] | None = None, record_dir: str | Path | None = None) -> Comparison:
+                 suite: Mapping[str, Any] | None = None, alpha: float = 0.05, power: float = 0.8,
+                 record_dir: str | Path | None = None) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
@@ -122,9 +126,15 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
         return open_compare(compare_params(Path(runs)))
     if isinstance(runs, Mapping):
         return open_compare(**runs)
+    for key, value in (("alpha", alpha), ("power", power)):   # the pairwise verdicts' level and the MDE's power
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise ConfigError(f"compare: {key}: expected a number strictly between 0 and 1, got {value!r}")
     if len(runs) < (1 if suite else 2):   # a suite's provisional leaderboard may hold one run
         raise ConfigError("compare: give at least two run directories")
-    records = [load_run(Path(r).resolve()) for r in runs]
+    dirs = [Path(r).resolve() for r in runs]
+    if twice := sorted({str(d) for d in dirs if dirs.count(d) > 1}):   # a paired difference of 0 by construction
+        raise ConfigError(f"compare: {twice[0]} is given twice; a run compared with itself says nothing: give different runs")
+    records = [load_run(d) for d in dirs]
     # Each run's benchmark as its parameters named it (a built-in name, an import path or an
     # entry point): two names for one class are one benchmark.
     classes = {name: benchmark_for(name, "compare") for name in {r.scores["benchmark"] for r in records}}
@@ -141,7 +151,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     if suite:   # shown in the notebook, above the leaderboard
         print(suite_banner(suite))
     return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
-                      suite=dict(suite) if suite else None,
+                      suite=dict(suite) if suite else None, alpha=alpha, power=power,
                       record_dir=Path(record_dir).resolve() if record_dir else None)
 
 
@@ -182,6 +192,14 @@ def headline_metrics(cmp: Comparison) -> list[Metric]:
     return [m for m in cmp.benchmark.metrics() if m.headline]
 
 
+def joint(cmp: Comparison) -> joint_stats.Joint:
+    """The headline metrics of every run on one cluster bootstrap (pairs and ranks), made once."""
+    if cmp._joint is None:
+        cmp._joint = joint_stats.joint_bootstrap(cmp.benchmark, [(r.label, r.results(cmp.benchmark)) for r in cmp.runs],
+                                                 headline_metrics(cmp), n_boot=cmp.n_boot, seed=cmp.seed)
+    return cmp._joint
+
+
 def leaderboard(cmp: Comparison) -> pd.DataFrame:
     """Models sorted by the first headline metric, every declared metric with its seeded
     percentile bootstrap interval (the same procedure and metrics as each run's own report)."""
@@ -198,6 +216,11 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
                         f"{name}_n": items_read(results.values, metrics[name], _strata(results))}
         rows.append(row)
     first = headline_metrics(cmp)[0].name
+    if any(m.name == first for m in joint(cmp).metrics):   # how sure the order is (evalnb.core.ranks)
+        ranks = joint_stats.ranks(joint(cmp), first)
+        for row in rows:
+            rank = ranks[row["model"]]
+            row |= {"rank": rank.rank, "rank_interval": rank.interval_text, "p_first": rank.p_first}
     table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
     cmp.tables["leaderboard"] = table
     return readable(table, leaderboard_layout(cmp.benchmark, list(table.columns)))
@@ -207,8 +230,10 @@ def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout
     """The leaderboard as shown: each model, then each headline metric's estimate and n. The
     other metrics, and every raw number, are in compare.json and leaderboard.csv."""
     shown = {m.name: m.label.split(":")[0] for m in bench.metrics() if m.headline}
-    others = [c for c in columns if c not in ("model", "run") and not any(c == m or c.startswith(f"{m}_") for m in shown)]
-    return estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others)
+    kept = ("model", "run", "rank_interval", "p_first")   # how sure the order is, where the joint bootstrap ran
+    others = [c for c in columns if c not in kept and not any(c == m or c.startswith(f"{m}_") for m in shown)]
+    return estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others,
+                            rename={"rank_interval": "rank (95% interval)", "p_first": "P(first)"})
 
 
 def paired_differences(cmp: Comparison) -> pd.DataFrame:
@@ -274,7 +299,12 @@ def leaderboard_figure(cmp: Comparison) -> ReportFigure:
     offline = list(table["offline"])[::-1]
     caption = (f"{cmp.name}: " + "; ".join(m.label for m in metrics) + f". Bars: the value on the items each model "
                f"was scored on; lines: 95% percentile bootstrap intervals ({cmp.n_boot} resamples, seed {cmp.seed})."
+               + (f" Under each model: its 95% rank interval on {metrics[0].name} and its probability of ranking "
+                  "first, from one joint cluster bootstrap." if "rank_interval" in table else "")
                + (f" {OFFLINE_NOTE}" if any(offline) else ""))
+    names = list(table.index)
+    if "rank_interval" in table:   # how sure each place is (rank interval, P(first): the joint cluster bootstrap)
+        names = [f"{m}\nrank {r}, P(first) {p:.2f}" for m, r, p in zip(names, table["rank_interval"], table["p_first"])]
     with figure_style():
         fig = new_figure((ONE_COLUMN if len(metrics) == 1 else TWO_COLUMNS, 0.3 * len(table) + 0.9), caption=caption)
         axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)
@@ -282,7 +312,7 @@ def leaderboard_figure(cmp: Comparison) -> ReportFigure:
             values = [float(v) for v in table[metric.name]][::-1]
             lows = [float(v) for v in table[f"{metric.name}_ci_low"]][::-1]
             highs = [float(v) for v in table[f"{metric.name}_ci_high"]][::-1]
-            bars = ax.barh(list(table.index)[::-1], values, height=0.6,
+            bars = ax.barh(names[::-1], values, height=0.6,
                            xerr=[[v - lo for v, lo in zip(values, lows)], [h - v for v, h in zip(values, highs)]],
                            capsize=2, error_kw={"elinewidth": 0.8})
             for bar, off in zip(bars, offline):

@@ -30,7 +30,7 @@ from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
 from evalnb.core.fingerprint import check_or_record, fingerprint
 from evalnb.core.prompts import read_prompts, write_prompts
-from evalnb.core.manifest import store_digest, update_manifest, utc_now
+from evalnb.core.manifest import stage_entry, store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
 from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, write_json
 from evalnb.core.types import CALL_STAGES, Call, Record
@@ -122,7 +122,8 @@ def make_benchmark(config: RunConfig, bench: type[Benchmark]) -> Benchmark:
 
 
 def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *,
-             require_keys: bool = False, prefetch_sdks: bool = True, hold_lock: bool = False) -> Run:
+             require_keys: bool = False, prefetch_sdks: bool = True, hold_lock: bool = False,
+             keep_config: bool = False) -> Run:
     """Check parameters and data, then create or resume the run directory.
 
     Everything is validated before anything is written (with ``require_keys``, that every
@@ -134,7 +135,9 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     The run directory is held only while ``fingerprint.json`` and ``config.json`` are written,
     and only when they change (a new run, or other settings), so a notebook that only reads
     (the report, while another tab judges) is never refused. ``hold_lock``: hold it until
-    :meth:`Run.close` (``evalnb run``, for the whole command).
+    :meth:`Run.close` (``evalnb run``, for the whole command). ``keep_config``: leave an
+    existing ``config.json`` as it is (``evalnb run`` writes it once it knows a stage will run:
+    evalnb.stages.rerun).
     """
     config, bench = load_config(source, sets)
     if prefetch_sdks:
@@ -151,24 +154,26 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     if hold_lock:
         run.lock = lock.acquire(run.dir, "evalnb run")   # refused if another process runs here
-    _record_run(run)
+    _record_run(run, keep_config)
     for warning in warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
     return run
 
 
-def _record_run(run: Run) -> None:
+def _record_run(run: Run, keep_config: bool = False) -> None:
     """fingerprint.json (or the refusal of a different one), config.json and the prompt
     templates as text (``prompts/``), written under the lock when any changes."""
     recorded = read_json_if_exists(run.path("fingerprint.json"))
     texts: dict[str, str] = getattr(run.benchmark, "record_prompts", dict)()   # optional in the interface
     if recorded is not None:
         check_or_record(run.path("fingerprint.json"), run.fingerprint)   # refuses, never writes
-        if json_unchanged(run.path("config.json"), run.config.to_dict()) and read_prompts(run.dir) == texts:
+        kept = keep_config and run.path("config.json").exists()
+        if (kept or json_unchanged(run.path("config.json"), run.config.to_dict())) and read_prompts(run.dir) == texts:
             return
     with lock.holding(run.dir, "evalnb.open_run"):
         check_or_record(run.path("fingerprint.json"), run.fingerprint)
-        write_json(run.path("config.json"), run.config.to_dict())
+        if not (keep_config and run.path("config.json").exists()):
+            write_json(run.path("config.json"), run.config.to_dict())
         write_prompts(run.dir, texts)
 
 
@@ -208,10 +213,11 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
         calls, endpoints, store, run.dir, policy=run.config.retry, concurrency=run.config.concurrency, done=done,
         stage=name, budget=Budget.open(run.config)))   # the ceiling, with what the records say is spent
     say(outcome_line(name, len(calls), counts, _calls_in_flight(run, name)))
-    update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir), stages={name: {
-        "started_at": started, "finished_at": utc_now(), "calls": len(calls),
-        "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}},
-        routes=routes(run, stage_records(run)))
+    entry = {"started_at": started, "finished_at": utc_now(), "calls": len(calls),
+             "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}
+    update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
+                    stages={name: stage_entry(run.path("manifest.json"), name, entry)},   # no call made: times kept
+                    routes=routes(run, stage_records(run)))
     return counts
 
 

@@ -15,7 +15,9 @@ that reported it, into a scratch directory (never the run's own):
   every declared metric and interval with the recorded seed, usage and cost, status counts),
   ``responses.json``, ``evidence.json`` and ``tasks.html``, as the aggregate stage writes them.
 
-Each difference is one line naming the file and the field.
+Each difference is one line naming the file and the field. What could not be checked (an
+input outside the record that cannot be read, a record that cannot be prepared again) is a line
+of its own kind, :class:`Unchecked`: verify says "could not check" apart from "does not match".
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ PART_INPUTS = {"tasks": "the data file", "prompts": "the prompt files", "likert"
                "judge_prompt": "the judge prompt file", "autorater": "the autorater prompt or scale file"}
 
 
+class Unchecked(str):
+    """A line naming what could not be checked and why: not a discrepancy (nothing was found
+    to differ), and not a pass either (``evalnb verify`` exits 2 when only these remain)."""
+
+
 @dataclass
 class Recomputed:
     """A run rebuilt in ``scratch``: the run as recorded (``run``) and as rebuilt there (``shadow``)."""
@@ -77,8 +84,8 @@ def open_recorded(run_dir: Path, scratch: Path, sets: Sequence[str], label: str)
         config, bench = load_config(config_json, sets)
         benchmark: Benchmark = bench(config, recorded.get("parts"))
     except EvalnbError as e:
-        return (f"{_name(run_dir, label, 'config.json')}: the run's inputs cannot be read ({e}); give where they "
-                "are now with --set KEY=PATH")
+        return Unchecked(f"{_name(run_dir, label, 'config.json')}: could not check: the run's inputs cannot be read "
+                         f"({e}); give where they are now with --set KEY=PATH")
     run = Run(config, benchmark, benchmark.tasks, fingerprint(benchmark.fingerprint_parts()), benchmark.warnings)
     shadow = Run(replace(config, output_dir=scratch), benchmark, benchmark.tasks, run.fingerprint, run.warnings)
     return run, shadow
@@ -141,7 +148,7 @@ def _replayed(call: Call, record: Record, read_reply: bool) -> dict[str, Any]:
 
 def check_records(run_dir: Path, label: str, run: Run, stores: Mapping[str, Mapping[str, Record]]) -> list[str]:
     """Every stored record whose fields the inputs (and its reply) decide, decided again."""
-    lines = []
+    lines: list[str] = []
     stage_calls = {"generate": run.benchmark.generation_calls(),
                    "judge": run.benchmark.judge_calls(stores["generate"])}
     for stage, calls in stage_calls.items():
@@ -153,7 +160,7 @@ def check_records(run_dir: Path, label: str, run: Run, stores: Mapping[str, Mapp
             try:
                 expected = as_json(_replayed(call, record, read_reply=stage == "judge"))
             except (EvalnbError, OSError) as e:
-                lines.append(f"{name}: {call.key}: cannot be decided again ({e})")
+                lines.append(Unchecked(f"{name}: {call.key}: could not check: cannot be decided again ({e})"))
                 continue
             recorded = as_json({key: record.get(key, "<absent>") for key in expected})
             lines += [f"{name}: {call.key}: {where}: recorded {short(a)}, recomputed {short(b)}"

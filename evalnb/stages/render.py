@@ -12,6 +12,7 @@ from typing import Any
 import nbformat
 from nbconvert import HTMLExporter
 
+from evalnb.core.call_times import call_times_text, run_call_times
 from evalnb.core.records import read_json_if_exists
 
 # Scripts that load code from a CDN (require.js, MathJax, mermaid): the page must stand alone.
@@ -24,7 +25,6 @@ def _run_provenance(run_dir: Path) -> list[str]:
     fingerprint = read_json_if_exists(run_dir / "fingerprint.json") or {}
     scores = read_json_if_exists(run_dir / "scores.json") or {}
     packages = ", ".join(f"{k} {v}" for k, v in (manifest.get("packages") or {}).items() if v)
-    stages = manifest.get("stages") or {}
     lines = [f"**Run** `{run_dir.name}` · benchmark `{scores.get('benchmark', '?')}` · "
              f"fingerprint `{fingerprint.get('sha256', '?')[:16]}`"]
     if scores.get("label"):
@@ -35,8 +35,8 @@ def _run_provenance(run_dir: Path) -> list[str]:
             continue
         returned = ", ".join(route.get("as_returned") or []) or "-"
         lines.append(f"- {role}: `{route.get('provider')}:{route.get('as_sent')}` (endpoint reported: {returned})")
-    lines.append("- endpoint dates (UTC): " + (", ".join(
-        f"{stage} {info.get('started_at', '?')} to {info.get('finished_at', '?')}" for stage, info in stages.items()) or "-"))
+    # When the calls were made, from the stores' records: not when a stage notebook last ran.
+    lines.append("- endpoint dates (UTC, first to last call, from the stores): " + call_times_text(run_call_times(run_dir)))
     lines.append(f"- evalnb commit `{manifest.get('git_commit') or 'unknown'}`; Python {manifest.get('python', '?')}; {packages}")
     return lines
 

@@ -146,6 +146,7 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
     ITEM: ClassVar[type] = ExpertQuery
     ITEM_NOUN: ClassVar[str] = "query"
     ITEM_NOUN_PLURAL: ClassVar[str] = "queries"
+    CLUSTER_NOUN: ClassVar[str | None] = "query"   # reading 31: the query; the autorater runs are repeats within it
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)

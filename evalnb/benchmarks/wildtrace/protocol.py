@@ -213,6 +213,7 @@ class WildTraceProtocol(BaseBenchmark):
     ITEM: ClassVar[type] = WildTraceTask
     ITEM_NOUN: ClassVar[str] = "task"
     ITEM_NOUN_PLURAL: ClassVar[str] = "tasks"
+    CLUSTER_NOUN: ClassVar[str | None] = "document"   # reading 31: tasks about one document are one cluster
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -331,7 +332,7 @@ class WildTraceProtocol(BaseBenchmark):
             elif value is None:   # failed_transient, or never generated: resumable
                 pending_generation += 1
             rows.append({
-                "task_id": task.task_id, "status": status, "score": value,
+                "task_id": task.task_id, "status": status, "score": value, "corpus_file": task.corpus_file,
                 "route": response.get("route") if response else None,
                 "max_points": task.max_points,
                 "rubric": [{"points": i.points, "criterion": i.criterion} for i in task.rubric],
@@ -372,4 +373,5 @@ class WildTraceProtocol(BaseBenchmark):
             statuses={r["task_id"]: r["status"] for r in rows},
             attempted={r["task_id"]: r["status"] not in (Status.OUT_OF_CONTEXT, Status.MISSING) for r in rows},
             judges={r["task_id"]: {f"{j['judge']} {j['model']}": j["score"] for j in r["judges"]
-                                   if j["score"] is not None} for r in rows})
+                                   if j["score"] is not None} for r in rows},
+            clusters={r["task_id"]: r["corpus_file"] for r in rows if r.get("corpus_file")})

@@ -1,0 +1,52 @@
+"""Power and planning: which difference a task set can detect, and how many items it takes.
+
+Two-sided test at level α with power 1 − β, normal approximation (Miller 2024, §5):
+
+- minimum detectable effect: MDE = (z_{1−α/2} + z_{1−β}) · SE_Δ  (α 0.05, power 0.8: 2.80 · SE_Δ);
+- items needed to detect δ: n = (z_{1−α/2} + z_{1−β})² · Var(d) / δ² · deff, Var(d) the variance of
+  the item-level differences and deff the design effect of clustering (1 when items are
+  independent); clusters needed = n / (items per cluster);
+- repeats: with K_A, K_B answers (or verdicts) per item, Var(d) = ω² + σ_A²/K_A + σ_B²/K_B,
+  ω² the variance of the items' true differences and σ² each model's mean within-item variance.
+
+These assume a pilot's variances hold for the planned set and that differences are roughly
+normal at that n; they say nothing about a task set drawn from another distribution.
+"""
+
+from __future__ import annotations
+
+import math
+
+ALPHA = 0.05
+POWER = 0.8
+
+
+def z_sum(alpha: float = ALPHA, power: float = POWER) -> float:
+    """z_{1−α/2} + z_{1−β}."""
+    from scipy.stats import norm
+
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError(f"alpha and power must lie strictly between 0 and 1 (got {alpha}, {power})")
+    return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+
+
+def mde(se_delta: float | None, alpha: float = ALPHA, power: float = POWER) -> float | None:
+    return None if se_delta is None else z_sum(alpha, power) * se_delta
+
+
+def items_needed(var_d: float, delta: float, alpha: float = ALPHA, power: float = POWER,
+                 design_effect: float = 1.0) -> float:
+    """n = (z_{1−α/2} + z_{1−β})² · Var(d) / δ² · deff (not rounded)."""
+    if delta <= 0:
+        raise ValueError(f"delta must be positive (got {delta})")
+    return z_sum(alpha, power) ** 2 * var_d / delta ** 2 * design_effect
+
+
+def var_with_repeats(omega2: float, sigma2_a: float, k_a: int, sigma2_b: float, k_b: int) -> float:
+    """Var(d) = ω² + σ_A²/K_A + σ_B²/K_B."""
+    return omega2 + sigma2_a / k_a + sigma2_b / k_b
+
+
+def whole(n: float) -> int:
+    """A count needed, rounded up."""
+    return int(math.ceil(n - 1e-9))

@@ -1,0 +1,81 @@
+"""The statistics a reviewer asks for, as the report and compare notebooks show them (issue 28):
+standard errors with clusters (a run), paired differences with corrected verdicts and minimum
+detectable differences (a comparison). The numbers are those of :mod:`evalnb.core.clustered`,
+:mod:`evalnb.core.pairwise`, :mod:`evalnb.core.ranks` and :mod:`evalnb.core.power`; the raw
+values are in ``scores.json`` (``uncertainty``) and ``compare.json`` (``tables.pairwise``), the
+views here print each estimate with its interval through :func:`evalnb.core.estimates.estimate_text`.
+A view that does not apply returns None (the notebook cell shows nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from evalnb.core.estimates import estimate_text
+from evalnb.core.pairwise import P_METHOD, PairedDifference
+from evalnb.core.tables import readable
+from evalnb.stages import compare, joint as joint_stats
+from evalnb.stages.pipeline import Run
+from evalnb.stages.report import scores as run_scores
+
+
+def uncertainty_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per metric with standard errors: value and protocol interval, SE, n, clustered
+    SE, clusters, design effect and (when items share clusters) the cluster-bootstrap interval."""
+    block = scores.get("uncertainty") or {}
+    declared = scores.get("metrics") or {}
+    rows = []
+    for name, entry in (block.get("metrics") or {}).items():
+        metric = declared.get(name) or {}
+        ci = metric.get("ci") or {}
+        row = {"metric": name, "value": estimate_text(metric.get("value"), ci.get("low"), ci.get("high")),
+               "se": entry["se"], "n": entry["n"], "clustered_se": entry["clustered_se"],
+               f"{block.get('cluster', 'cluster')}s": entry["n_clusters"], "design_effect": entry["design_effect"]}
+        if "cluster_ci" in entry:
+            cluster_ci = entry["cluster_ci"]
+            row["cluster_bootstrap"] = estimate_text(cluster_ci["mean"], cluster_ci["low"], cluster_ci["high"])
+        rows.append(row)
+    return rows
+
+
+def standard_errors(run: Run) -> pd.DataFrame | None:
+    """Each mean metric's standard error and n, clustered standard error, number of clusters and
+    design effect; for a benchmark whose items share clusters, the interval resampling clusters
+    beside the protocol's. None for a scores.json written before these numbers existed."""
+    rows = uncertainty_rows(run_scores(run))
+    return readable(pd.DataFrame(rows).set_index("metric")) if rows else None
+
+
+def pairwise_table(cmp: compare.Comparison) -> pd.DataFrame:
+    """Every pair of models on every headline metric, raw numbers (what compare.json keeps)."""
+    if "pairwise" not in cmp.tables:
+        order = list(compare.ranked(cmp).index)
+        joint = compare.joint(cmp)
+        pairs = joint_stats.pairs(joint, order, alpha=cmp.alpha, power_=cmp.power)
+        built = pd.DataFrame([p.as_dict() for p in pairs], columns=list(PairedDifference.__dataclass_fields__))
+        built["alpha"], built["power"], built["cluster"] = cmp.alpha, cmp.power, joint.cluster_noun
+        built["p_method"] = P_METHOD
+        cmp.tables["pairwise"] = built
+    table: pd.DataFrame = cmp.tables["pairwise"]
+    return table
+
+
+def pairwise(cmp: compare.Comparison) -> pd.DataFrame | None:
+    """Per pair and headline metric: Δ (A − B) with its paired cluster-bootstrap interval, SE_Δ,
+    ρ, p, Holm-adjusted p, the verdict at α, and the minimum detectable difference at the chosen
+    power. None with fewer than two runs, or when no headline metric is a mean with a ratio form
+    (a metric function of a benchmark's own: :mod:`evalnb.core.clustered`)."""
+    if len(cmp.runs) < 2:
+        return None
+    table = pairwise_table(cmp)
+    if not len(table):
+        return None
+    shown = pd.DataFrame({
+        "metric": table["metric"], "A": table["model_a"], "B": table["model_b"],
+        "Δ (A − B)": [estimate_text(d, lo, hi) for d, lo, hi in zip(table["delta"], table["ci_low"], table["ci_high"])],
+        "SE_Δ": table["se_delta"], "ρ": table["rho"], "p": table["p"], "p (Holm)": table["p_holm"],
+        "verdict": table["verdict"], f"MDE ({cmp.power:.0%} power)": table["mde"]})
+    return readable(shown.set_index(["metric", "A", "B"]))
