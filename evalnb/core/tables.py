@@ -35,7 +35,10 @@ from evalnb.core.estimates import DEFAULT_DECIMALS, MISSING, estimate_text, numb
 LAYOUT = "evalnb_layout"
 # Columns that hold fractions wherever they appear: their whole values keep the decimals.
 FRACTIONS = frozenset({"share", "mean", "std", "sd", "pearson_r", "mean_abs_diff", "share_over_threshold",
-                       "award_rate", "mean_diff", "spread", "score", "ci_low", "ci_high", "p_first"})   # the key of DataFrame.attrs that carries a table's layout
+                       "award_rate", "mean_diff", "spread", "score", "ci_low", "ci_high", "p_first", "se",
+                       "clustered_se", "design_effect", "SE_Δ", "ρ"})
+# p-values: three decimals, and below 0.001 as "< 0.001" (never a bare 0.000).
+PVALUES = frozenset({"p", "p (Holm)", "p_holm"})   # the key of DataFrame.attrs that carries a table's layout
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,13 @@ def cell(value: Any, decimals: int = DEFAULT_DECIMALS) -> str:
     return str(value)
 
 
+def p_value(value: Any, decimals: int = DEFAULT_DECIMALS) -> str:
+    number_ = _float(value)
+    if number_ is None:
+        return MISSING
+    return f"< {10 ** -decimals:.{decimals}f}" if number_ < 10 ** -decimals else number_text(number_, decimals)
+
+
 def layout_of(frame: pd.DataFrame) -> Layout:
     found = frame.attrs.get(LAYOUT)
     return found if isinstance(found, Layout) else Layout()
@@ -133,8 +143,11 @@ def paper_view(frame: pd.DataFrame, layout: Layout | None = None, decimals: int 
         # A whole number is a count (an integer), unless the column holds a fraction (a share,
         # a mean, a correlation): there a 1 reads 1.000 beside 0.983.
         fraction = str(name) in layout.fractions or str(name) in FRACTIONS
-        values.append([number_text(v, places) if fraction and isinstance(v, float) else cell(v, places)
-                       for v in series])
+        if str(name) in PVALUES:
+            values.append([p_value(v, places) for v in series])
+        else:
+            values.append([number_text(v, places) if fraction and isinstance(v, float) else cell(v, places)
+                           for v in series])
         numeric.append(pd.api.types.is_numeric_dtype(series.dtype) or _all_numbers(series))
     shown = pd.DataFrame(dict(enumerate(values)), index=range(len(flat)), columns=range(len(values)))
     shown.columns = titles
