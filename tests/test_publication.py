@@ -29,8 +29,8 @@ def tables_in(page: str) -> list[tuple[list[str], list[list[str]]]]:
     """Every table drawn in the one table style: its header cells and its rows' cells."""
     out = []
     for body in TABLE.findall(page):
-        head = [html.unescape(h) for h in re.findall(r"<th[^>]*>(.*?)</th>", body, re.S)]
-        rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        head = [html.unescape(h) for h in re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", body, re.S)]
+        rows = [[html.unescape(c) for c in re.findall(r"<td(?:\s[^>]*)?>(.*?)</td>", row, re.S)]
                 for row in re.findall(r"<tr>(.*?)</tr>", body, re.S) if "<td" in row]
         out.append((head, rows))
     return out
@@ -52,12 +52,14 @@ def check_table(head: list[str], rows: list[list[str]], where: str) -> None:
     form with its n beside it."""
     cells = [c for row in rows for c in row]
     assert not {"True", "False"} & set(cells), where
-    assert head and head[0] not in ("", "index"), where
-    assert not (head[0] == "" and [r[0] for r in rows] == [str(i) for i in range(len(rows))]), where
+    assert head and head[0] != "index", where
+    assert not (head[0] == "" and [r[0] for r in rows] == [str(i) for i in range(len(rows))]), where   # 0, 1, ...
     for i in range(len(head)):
         values = [r[i] for r in rows if i < len(r)]
-        if any(ESTIMATE.match(v) for v in values):
-            assert i + 1 < len(head) and head[i + 1] == "n", (where, head)
+        if any(ESTIMATE.match(v) for v in values):   # its n next to it: "n", or a count of clusters
+            assert i + 1 < len(head), (where, head)
+            beside = [r[i + 1] for r in rows if i + 1 < len(r)]
+            assert head[i + 1] == "n" or all(re.fullmatch(r"\d+", v) for v in beside), (where, head)
             assert all(ESTIMATE.match(v) or v == "-" or re.fullmatch(r"\d+", v) for v in values), (where, values)
     assert all(not re.fullmatch(r"-?\d+\.\d{4,}", c) for c in cells), (where, cells)   # no six decimals
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalnb.benchmarks.base import metric_ci, metric_value
 from evalnb.benchmarks.geoexpertqueries.protocol import GeoExpertQueriesProtocol
+from evalnb.core.estimates import estimate_text, number_text
 from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, Table
 
@@ -64,9 +65,11 @@ class GeoExpertQueries(GeoExpertQueriesProtocol):
 
         ci = metric_ci(scores, "overall") or {}
         rows: list[tuple[str, Any]] = [(f"rating {k}", v) for k, v in scores["rating_counts"].items()]
-        rows += [(k.replace("_", " "), v) for k, v in scores["agreement"].items()]
-        rows += [("overall", metric_value(scores, "overall")), ("CI low", ci.get("low")), ("CI high", ci.get("high"))]
-        return pd.DataFrame(rows, columns=["", "value"]).set_index("")
+        rows += [(k.replace("_", " "), number_text(v) if isinstance(v, float) else v)   # a share of 1 reads 1.000
+                 for k, v in scores["agreement"].items()]
+        rows += [("overall [95% CI]", estimate_text(metric_value(scores, "overall"), ci.get("low"), ci.get("high"))),
+                 ("n (queries)", ci.get("n"))]
+        return pd.DataFrame(rows, columns=["measure", "value"]).set_index("measure")
 
     @classmethod
     def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
