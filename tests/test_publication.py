@@ -56,7 +56,9 @@ def check_table(head: list[str], rows: list[list[str]], where: str) -> None:
     assert not (head[0] == "" and [r[0] for r in rows] == [str(i) for i in range(len(rows))]), where   # 0, 1, ...
     for i in range(len(head)):
         values = [r[i] for r in rows if i < len(r)]
-        if any(ESTIMATE.match(v) for v in values):   # its n next to it: "n", or a count of clusters
+        if any(ESTIMATE.match(v) for v in values) and head[1:] == ["value"]:   # a measure / value list
+            assert any(r[0].startswith("n") for r in rows), (where, rows)    # its n a row of its own
+        elif any(ESTIMATE.match(v) for v in values):   # its n next to it: "n", or a count of clusters
             assert i + 1 < len(head), (where, head)
             beside = [r[i + 1] for r in rows if i + 1 < len(r)]
             assert head[i + 1] == "n" or all(re.fullmatch(r"\d+", v) for v in beside), (where, head)
