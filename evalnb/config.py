@@ -23,7 +23,8 @@ import yaml
 
 from evalnb.core.errors import ConfigError
 from evalnb.core.overrides import apply_sets  # noqa: F401  (--set: evalnb.config.apply_sets for every caller)
-from evalnb.core.run_config import EndpointConfig, RunConfig
+from evalnb.core.run_config import EndpointConfig, QuietDefault, RunConfig
+from evalnb.core.subset import check_subset
 from evalnb.core.types import RetryPolicy
 from evalnb.core.redaction import SECRET_NAME, SECRET_VALUE
 from evalnb.providers import BATCH_PROVIDERS, PROVIDERS, REGISTRY, STREAMING_PROVIDERS
@@ -33,7 +34,7 @@ RESEND = ("batch", "live")
 BATCH_OPTION_KEYS = frozenset({"resend", "max_requests", "max_bytes", "inline_max_bytes"})
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
-               "model", "judges", "retry", "prices", "budget")
+               "model", "judges", "retry", "prices", "budget", "subset")
 PATH_KEYS = ("output_dir", "data", "corpus")
 PRICE_KEYS = frozenset({"input", "output", "batch_input", "batch_output"})
 RATE_LIMIT_KEYS = frozenset({"requests_per_minute", "input_tokens_per_minute",
@@ -341,7 +342,8 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         return p if p.is_absolute() else (base / p).resolve()
 
     corpus = path(params["corpus"]) if params.get("corpus") else None
-    options = {k: params.get(k, default) for k, default in option_defaults.items()}
+    options = {k: params.get(k, default) for k, default in option_defaults.items()
+               if not (isinstance(default, QuietDefault) and default.is_default(params.get(k, default.value)))}
     config = RunConfig(
         benchmark=str(params["benchmark"]), run_name=run_name,
         output_dir=path(params.get("output_dir") or Path("outputs") / run_name),
@@ -351,6 +353,7 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         judges=tuple(_endpoint(j, f"judges[{i}]", concurrency, source) for i, j in enumerate(judges_raw)),
         retry=_retry(params.get("retry"), source), prices=dict(prices), options=options, source=source,
         budget=check_budget(params.get("budget"), source),
+        subset=check_subset(params.get("subset"), source),
     )
     if config.budget:
         check_priced(config)

@@ -79,19 +79,24 @@ def sample_tasks() -> list[dict[str, Any]]:
 @dataclass(frozen=True)
 class DemoOutputs:
     """One `evalnb demo` of the session (tests/test_notebooks.py, tests/test_publication.py):
-    its folder, exit code, and everything it and its kernels printed. Tests read it, and
-    write nothing into it."""
+    its folder, exit code, and what it and its kernels printed (``out``, ``err``, as a capture
+    fixture's ``readouterr()`` gives them). Tests read it, and write nothing into it."""
 
     dir: Path
     code: int
-    printed: str
+    out: str
+    err: str
+
+    @property
+    def printed(self) -> str:
+        return self.err + self.out
 
 
 @pytest.fixture(scope="session")
 def demo_outputs(tmp_path_factory: pytest.TempPathFactory) -> DemoOutputs:
-    """`evalnb demo` run once for the session (about a minute and a half): a non-inline backend
-    inherited by the kernels, quota ledgers of its own, and what the demo and its kernels print
-    (their file descriptors, and Python's streams) kept for the tests to read."""
+    """`evalnb demo` run once for the session (a minute or two): a non-inline backend inherited by
+    the kernels, quota ledgers of its own, and what the demo and its kernels print (their file
+    descriptors, and Python's streams: standard output and error apart) kept for the tests."""
     import contextlib
     import os
     import sys
@@ -99,22 +104,24 @@ def demo_outputs(tmp_path_factory: pytest.TempPathFactory) -> DemoOutputs:
     from evalnb.app.main import main
 
     out = tmp_path_factory.mktemp("demo")
-    log = tmp_path_factory.mktemp("demo-log") / "printed.txt"
-    with pytest.MonkeyPatch.context() as patch, open(log, "w+", encoding="utf-8") as sink:
+    logs = tmp_path_factory.mktemp("demo-log")
+    with pytest.MonkeyPatch.context() as patch, open(logs / "out.txt", "w+", encoding="utf-8") as out_sink, \
+            open(logs / "err.txt", "w+", encoding="utf-8") as err_sink:
         patch.setenv("MPLBACKEND", "Agg")
-        patch.setenv("EVALNB_QUOTA_DIR", str(log.parent / "quota-ledgers"))
+        patch.setenv("EVALNB_QUOTA_DIR", str(logs / "quota-ledgers"))
         saved = os.dup(1), os.dup(2)
         sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(sink.fileno(), 1)
-        os.dup2(sink.fileno(), 2)
+        os.dup2(out_sink.fileno(), 1)
+        os.dup2(err_sink.fileno(), 2)
         try:
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            with contextlib.redirect_stdout(out_sink), contextlib.redirect_stderr(err_sink):
                 code = main(["demo", "--outputs", str(out)])
         finally:
-            sink.flush()
+            out_sink.flush()
+            err_sink.flush()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
-    return DemoOutputs(out, code, log.read_text("utf-8"))
+    return DemoOutputs(out, code, (logs / "out.txt").read_text("utf-8"), (logs / "err.txt").read_text("utf-8"))

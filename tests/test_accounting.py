@@ -56,7 +56,7 @@ def test_estimate_matches_a_hand_computation(tmp_path: Path, capsys: pytest.Capt
     params["judges"] = params["judges"][:1]
     (tmp_path / "p.json").write_text(json.dumps(params, ensure_ascii=False))
 
-    assert main(["estimate", str(tmp_path / "p.json")]) == 0
+    assert main(["estimate", str(tmp_path / "p.json"), "--wide"]) == 0
     assert not Path(params["output_dir"]).exists()          # nothing written, no call made
     out = capsys.readouterr().out
     generate_tokens = ((len(ANSWER_HEAD) + len("What?") + len("\n\nDocument:\n") + len(en_doc)) / 3.3
@@ -77,7 +77,7 @@ def test_estimate_matches_a_hand_computation(tmp_path: Path, capsys: pytest.Capt
     assert g["max_total_cost_usd"] == pytest.approx((round(generate_tokens) * 3.0 + 2 * 8192 * 15.0) / 1e6)
     assert (j["calls"], j["to_make"], j["max_output_tokens"]) == (2, 2, 2 * 16384)
     assert j["est_input_tokens"] == round(judge_tokens)
-    assert f"{round(generate_tokens)}" in out and "ESTIMATE" in out
+    assert f"{round(generate_tokens):,}" in out and "ESTIMATE" in out
 
 
 def test_estimate_counts_work_already_done(server: FakeLLMServer, tmp_path: Path) -> None:

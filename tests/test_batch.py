@@ -567,7 +567,7 @@ def test_estimate_shows_live_and_batch_cost_side_by_side(tmp_path: Path, capsys:
     params["model"]["mode"] = "batch"
     params["prices"] = {"contestant-x": {"input": 3.0, "output": 15.0}, "judge-1": {"input": 1.0, "output": 2.0}}
     (tmp_path / "p.json").write_text(json.dumps(params))
-    assert main(["estimate", str(tmp_path / "p.json")]) == 0
+    assert main(["estimate", str(tmp_path / "p.json"), "--wide"]) == 0
     out = capsys.readouterr().out
     assert "max_total_cost_batch_usd" in out and "50% of the live price" in out
     from evalnb.stages.accounting import estimate

@@ -9,6 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests.test_cli_runs import check_demo_in_the_terminal
 from evalnb.app.notebooks import COMPARE_NOTEBOOK, notebook_for
 from evalnb.core.types import STAGES
 from tests.conftest import ROOT, DemoOutputs
@@ -50,7 +51,8 @@ def about_output(notebook: Path) -> str:
                 and "evalnb.about" in c.source for o in c.outputs if "text/markdown" in o.get("data", {}))
 
 
-def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutputs) -> None:
+def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutputs,
+                                                         capfd: pytest.CaptureFixture[str]) -> None:
     # A non-inline backend inherited by the kernel must not drop the figures (the fixture sets
     # MPLBACKEND=Agg for the demo and its kernels).
     tmp_path = demo_outputs.dir
@@ -146,6 +148,8 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
         report = nbformat.read(other / "04_report.ipynb", as_version=4)
         assert sum("image/png" in o.get("data", {}) for c in report.cells if c.cell_type == "code"
                    for o in c.outputs) == 2
+    # Issue 26: what the terminal showed of it, and what `evalnb status` says of its folders.
+    check_demo_in_the_terminal(tmp_path, demo_outputs, capfd)
 
 
 def test_notebooks_run_as_is_from_their_folder(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import pytest
 
 import evalnb
 from evalnb.app.main import main
+from evalnb.core.estimates import estimate_text
 from tests.conftest import SAMPLE, FAST_RETRY
 from tests.fakeserver import Error, FakeLLMServer, RecordedRequest, Reply, Text
 from tests.test_reliability import alive, wait_for
@@ -91,7 +92,14 @@ def test_a_suite_ends_with_separate_runs_numbers_and_follows_its_file(
         server.reset()
         server.responder = responder
         path = write_suite(tmp_path, server.url, [contestant("a"), contestant("b"), contestant("c")])
+        capsys.readouterr()
         assert main(["suite", str(path)]) == 0
+        table = capsys.readouterr().out   # the results: one row per contestant, estimates as scores.json has them
+        for name in ("a", "b", "c"):
+            metric = json.loads((run_dir(tmp_path, name) / "scores.json").read_text())["metrics"]["all_tasks"]
+            row = next(line for line in table.splitlines() if line.split()[:2] == [name, "complete"])
+            assert estimate_text(metric["value"], metric["ci"]["low"], metric["ci"]["high"]) in row
+        assert "leaderboard: final" in table and f"record: {tmp_path / 'suite'}" in table
         for name in ("a", "b", "c"):
             assert numbers(run_dir(tmp_path, name)) == expected[name]
             assert all((run_dir(tmp_path, name) / f"0{i}_{s}.ipynb").exists()
@@ -114,7 +122,16 @@ def test_a_suite_ends_with_separate_runs_numbers_and_follows_its_file(
         server.responder = responder
         untouched = (run_dir(tmp_path, "a") / "generate.jsonl").stat().st_mtime_ns
         path = write_suite(tmp_path, server.url, [contestant("a"), contestant("b"), contestant("d")])
-        assert main(["suite", str(path)]) == 0
+        capsys.readouterr()
+        assert main(["suite", str(path), "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)   # the same results, one JSON document
+        assert sorted(doc["runs"]) == ["a", "b", "d"] and doc["leaderboard"]["state"] == "final"
+        for name, result in doc["runs"].items():
+            scores = json.loads((run_dir(tmp_path, name) / "scores.json").read_text())
+            assert {m["metric"]: m["value"] for m in result["metrics"]} == \
+                {k: m["value"] for k, m in scores["metrics"].items() if m["headline"]}
+        assert [r["run"] for r in doc["leaderboard"]["ranking"]] == \
+            [r["run"] for r in board(tmp_path)["tables"]["leaderboard"]]
         assert {r.model for r in server.requests} == {"model-d", "judge-1", "judge-2", "judge-3"}
         assert (run_dir(tmp_path, "a") / "generate.jsonl").stat().st_mtime_ns == untouched
         assert numbers(run_dir(tmp_path, "d")) == expected["d"]

@@ -7,7 +7,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from evalnb.app import EXIT_ERROR, EXIT_OK
+from evalnb.app import EXIT_ERROR, EXIT_OK, output
+from evalnb.app.results import compare_results, compare_text, run_results, run_text
 from evalnb.app.compare import compare_command, render_command
 from evalnb.app.notebooks import PROJECT
 from evalnb.app.project import init_project
@@ -30,17 +31,21 @@ def demo(outputs: Path) -> int:
         shutil.rmtree(run_dir, ignore_errors=True)
         sets = [f"output_dir={run_dir}", f"run_name={run_name}"]
         sets += [f"model.name={contestant}"] if contestant else []
-        worst = max(worst, execute_stages(PROJECT / "params" / name, sets, STAGES))
+        worst = max(worst, execute_stages(PROJECT / "params" / name, sets, STAGES, results=False))
         runs[run_name] = run_dir
         print(f"evalnb demo: records in {run_dir}", file=sys.stderr)
     compare_dir = outputs / "demo-compare-wildtrace"
     shutil.rmtree(compare_dir, ignore_errors=True)
     worst = max(worst, compare_command([runs["demo-wildtrace"], runs["demo-wildtrace-lead-3"]],
-                                       compare_dir, None, {}))
+                                       compare_dir, None, {}, show_results=False))
     for folder in (compare_dir, runs["demo-wildtrace"]):
         render_command(folder, no_input=True)
     print(f"evalnb demo: comparison in {compare_dir}; paper-ready HTML in {compare_dir / 'paper'}",
           file=sys.stderr)
+    docs = {name: run_results(path) for name, path in runs.items()}
+    ranking = compare_results(compare_dir)
+    output.results("\n\n".join([*(run_text(d) for d in docs.values()), compare_text(ranking)]),
+                   {"runs": docs, "compare": ranking})
     return worst
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 from evalnb.app import EXIT_OK
+from evalnb.app.estimate_view import WIDTH, estimate_table
+from evalnb.app.live import live_progress
 from evalnb.app.suite_config import is_suite_file
 from evalnb.app.suite_estimate import estimate_suite
 from evalnb.core.records import write_json
@@ -19,35 +22,39 @@ from evalnb.stages.pipeline import check_keys, load_config, make_benchmark
 from evalnb.stages.probe import caps_entry, probe_record, probe_window
 
 
-def estimate_command(params: Path, sets: Sequence[str]) -> int:
+def estimate_command(params: Path, sets: Sequence[str], wide: bool = False) -> int:
     """What a run (or a suite: its contestants' estimates summed) will call and spend, making
-    no call and writing nothing."""
+    no call and writing nothing. The benchmark's warnings are not repeated here: a run prints
+    them once, as it starts, and its summary shows them."""
     if is_suite_file(params):
         return estimate_suite(params, sets)
-    import pandas as pd
-
 
     config, bench_class = load_config(params, sets)
     bench = make_benchmark(config, bench_class)
-    for warning in bench.warnings:
-        print(f"WARNING: {warning}", file=sys.stderr)
     rows = estimate(config, bench, bench.tasks, config.output_dir)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(pd.DataFrame(rows).set_index(["stage", "model"]).to_string())
+    print(estimate_table(rows, wide))
     shortest = minimum_run_minutes(rows)
     if shortest is not None:
-        print(f"Shortest time under the configured rate limits: {shortest:g} minutes (stages in turn, "
+        _note(wide, f"Shortest time under the configured rate limits: {shortest:g} minutes (stages in turn, "
               "endpoints of a stage side by side; output counted at its budgets).")
-    print("ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
+    _note(wide, "ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
           "output tokens and judge calls for answers not yet generated are upper bounds "
           "(every in-scope task answered, every budget used).")
-    if any(r["measured_calls"] for r in rows):
-        print("Measured: measured_median_s from this run's finished calls; est_minutes_measured at that median "
+    if not wide:
+        _note(wide, "cost (max): input at its estimate and every output budget used, at the live price; "
+              "--wide for every column (batch prices, rate-limit minutes, measured latency).")
+    if wide and any(r["measured_calls"] for r in rows):
+        _note(wide, "Measured: measured_median_s from this run's finished calls; est_minutes_measured at that median "
               "with the endpoint's concurrency; est_output_tokens_measured at their mean output.")
-    if config.prices:
-        print(f"Costs: max_total_cost_usd at the live price, max_total_cost_batch_usd in batch mode ({price_note(config.prices)}); "
+    if wide and config.prices:
+        _note(wide, f"Costs: max_total_cost_usd at the live price, max_total_cost_batch_usd in batch mode ({price_note(config.prices)}); "
               "mode is how each endpoint is set to run.")
     return EXIT_OK
+
+
+def _note(wide: bool, text: str) -> None:
+    """A note under the estimate, wrapped to the table's 100 columns (``--wide``: unwrapped)."""
+    print(text if wide else textwrap.fill(text, WIDTH))
 
 
 def probe_command(params: Path, sets: Sequence[str], max_calls: int, max_tokens: int | None = None) -> int:
@@ -55,7 +62,8 @@ def probe_command(params: Path, sets: Sequence[str], max_calls: int, max_tokens:
 
     config, _ = load_config(params, sets)
     check_keys(config)
-    results = probe_window(config, max_calls=max_calls, max_tokens=max_tokens)
+    with live_progress():
+        results = probe_window(config, max_calls=max_calls, max_tokens=max_tokens)
     for r in results:
         print(f"{r.kind}: {r.accepted_chars:,} characters accepted"
               + (f", {r.rejected_chars:,} rejected" if r.rejected_chars else " (the upper bound: probe higher)")

@@ -1,5 +1,6 @@
-"""``evalnb run`` and ``evalnb status``: a run's stage notebooks in turn, in one kernel, under
-one lock for the whole command; the exit status read from the run's ``status.json``.
+"""``evalnb run``: a run's stage notebooks in turn, in one kernel, under one lock for the whole
+command, with live progress (:mod:`evalnb.app.live`) and the results at the end
+(:mod:`evalnb.app.results`); the exit status read from the run's ``status.json``.
 
 papermill cannot exit 2 by itself, so the aggregate stage writes ``status.json`` and this
 command reads it.
@@ -15,12 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from evalnb.app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK
+from evalnb.app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, output
+from evalnb.app.live import LiveView, live_progress
+from evalnb.app.status import interrupted_text, resumable_text, stage_end_lines
 from evalnb.app.kernels import also_import, execute_stage, start_run_kernel, stop_kernel
-from evalnb.app.suite_state import SUITE_JSON
-from evalnb.app.suite_state import status_text as suite_status
 from evalnb.app.notebooks import _yield_cpu, failure_cause, notebook_for, redact_notebook, render_html
-from evalnb.core.errors import ConfigError
 from evalnb.core.lock import TOKEN_ENV
 from evalnb.core.jsondiff import short
 from evalnb.core.manifest import add_rerun, update_manifest
@@ -28,16 +28,34 @@ from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.redaction import redact
 from evalnb.execution.batch import WAIT_ENV
 from evalnb.execution.batch.journal import JOURNAL_NAME
-from evalnb.execution.batch.views import status_text, waiting_line
-from evalnb.execution.budget_views import refusal_line, status_lines
+from evalnb.execution.batch.views import waiting_line
+from evalnb.execution.budget_views import refusal_line
 from evalnb.providers import modules_for
 
 
 def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str],
-                   wait: float | None = None, forced: bool = False) -> int:
+                   wait: float | None = None, forced: bool = False, results: bool = True) -> int:
     """``wait``: poll batches in flight until they finish, this many seconds apart (batch mode).
     A stage with nothing to do is not executed (evalnb.stages.rerun), unless ``forced`` (the
-    stages were named with ``--stage``)."""
+    stages were named with ``--stage``). ``results``: end with the results table (``evalnb
+    demo`` prints its own, once)."""
+    with live_progress() as view:
+        code = _execute_stages(params, sets, stages, wait, forced, view)
+    # Only after its aggregate or report stage ran (else scores.json may be stale), and not after
+    # an error, whose one line says what happened.
+    if results and _LAST_RUN and {"aggregate", "report"} & set(stages) and code != EXIT_ERROR:
+        from evalnb.app.results import run_results, run_text
+
+        doc = run_results(_LAST_RUN[-1])
+        output.results(run_text(doc), doc)
+    return code
+
+
+_LAST_RUN: list[Path] = []   # the run directory this command opened (its results, its Ctrl-C line)
+
+
+def _execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], wait: float | None,
+                    forced: bool, view: LiveView | None) -> int:
     # The run's one kernel boots while the parameters are checked (evalnb.app.kernels), so what it
     # reads from its environment is set first: the token that lets it in under this command's
     # lock (evalnb.core.lock), and how long its batch engine waits.
@@ -46,7 +64,7 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
     kernel = None
     try:
         kernel = start_run_kernel(Path.cwd()) if stages else None
-        return _run_stages(params, sets, stages, kernel, forced)
+        return _run_stages(params, sets, stages, kernel, forced, view)
     finally:
         stop_kernel(kernel)
         for name in settings:
@@ -54,7 +72,7 @@ def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str
 
 
 def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], kernel: Any,
-                forced: bool = False) -> int:
+                forced: bool = False, view: LiveView | None = None) -> int:
     from evalnb.stages.pipeline import open_run   # imported while the kernel boots (see execute_stages)
     from evalnb.stages.rerun import plan
 
@@ -62,6 +80,8 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
     # process is refused, and only this command's own kernel is let in (evalnb.core.lock).
     run = open_run(params, sets, require_keys=True, prefetch_sdks=False, hold_lock=True, keep_config=True)
     assert run.lock is not None
+    _LAST_RUN.append(run.dir)
+    output.SETTINGS.on_interrupt.append(lambda: interrupted_text(run.dir))
     try:
         todo = plan(run, {stage: run.path(notebook_for(stage).name) for stage in stages}, forced=forced)
         _skip(run, todo.skip)
@@ -77,7 +97,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
             also_import(kernel, modules_for([run.config.model, *run.config.judges]))
         if todo.execute:
             update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
-        failed = _execute(run, todo.execute, kernel, Path(params))
+        failed = _execute(run, todo.execute, kernel, view, Path(params))
     finally:
         run.close()
     waiting = _batches_waiting(run.dir)
@@ -97,7 +117,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
         if waiting:
             print(f"evalnb: {waiting}", file=sys.stderr)
         else:
-            print(f"evalnb: resumable work remains {status.get('resumable')}; run the same "
+            print(f"evalnb: resumable work remains ({resumable_text(status.get('resumable'))}); run the same "
                   "command again to resume", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_ERROR
@@ -127,18 +147,8 @@ def _batches_waiting(run_dir: Path) -> str | None:
     return waiting_line(run_dir)
 
 
-def status_command(run_dir: Path) -> int:
-    """A run's state and its batches, read from the run directory alone: no call, no write."""
-    if not run_dir.is_dir():
-        raise ConfigError(f"status: {run_dir} is not a directory")
-    if (run_dir / SUITE_JSON).exists():   # a suite directory (evalnb suite)
-        print(suite_status(run_dir.resolve()))
-        return EXIT_OK
-    print("\n".join([status_text(run_dir.resolve()), *status_lines(run_dir.resolve())]))
-    return EXIT_OK
-
-
-def _execute(run: Any, stages: Sequence[str], kernel: Any, params: Path | None = None) -> bool:
+def _execute(run: Any, stages: Sequence[str], kernel: Any, view: LiveView | None = None,
+             params: Path | None = None) -> bool:
     """Each stage's notebook in turn, in the run's kernel reset to a new one's state; HTML
     written beside each record in the background. True as soon as one stage fails (its real
     cause printed)."""
@@ -149,24 +159,36 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any, params: Path | None =
     html = ThreadPoolExecutor(max_workers=1, initializer=_yield_cpu)
     try:
         for stage in stages:
-            output = run.path(notebook_for(stage).name)
-            print(f"evalnb: {stage} -> {output}", file=sys.stderr)
+            record = run.path(notebook_for(stage).name)
+            _say(view, f"evalnb: {stage} -> {record}")
             try:
-                execute_stage(kernel, notebook_for(stage), output, {"config": run.config.to_dict()}, run.dir, params)
+                execute_stage(kernel, notebook_for(stage), record, {"config": run.config.to_dict()}, run.dir, params)
             except PapermillExecutionError as e:
-                redact_notebook(output)
-                render_html(output)
-                print(f"evalnb: {stage} stage failed: {failure_cause(output, e)} (record: {output})",
+                redact_notebook(record)
+                render_html(record)
+                print(f"evalnb: {stage} stage failed: {failure_cause(record, e)} (record: {record})",
                       file=sys.stderr)
                 return True
             except Exception as e:   # the kernel died or timed out: the record may look clean
-                redact_notebook(output)
+                redact_notebook(record)
                 print(f"evalnb: {stage} stage did not finish: {redact(f'{type(e).__name__}: {e}')} "
-                      f"(record: {output})", file=sys.stderr)
+                      f"(record: {record})", file=sys.stderr)
                 return True
-            redact_notebook(output)
-            html.submit(render_html, output)
+            redact_notebook(record)
+            html.submit(render_html, record)
+            if view is not None:
+                view.drain()
+            for line in stage_end_lines(run.dir, stage):
+                _say(view, f"evalnb: {line}")
         return False
     finally:
         stop_kernel(kernel)   # while the last record's HTML is written
         html.shutdown(wait=True)
+
+
+def _say(view: LiveView | None, line: str) -> None:
+    """A line of the command's own, drawn clear of the progress bars (hidden by ``-q``)."""
+    if view is not None:
+        view.message(line)
+    else:
+        output.say(line)

@@ -28,16 +28,21 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from evalnb.app import output
+from evalnb.app.live import LiveView
+from evalnb.app.results import suite_results, suite_text
 from evalnb.app.suite_config import Contestant, Suite, load_suite
 from evalnb.app.suite_state import SUITE_JSON, status_text, suite_record
 from evalnb.core import lock
 from evalnb.core.manifest import utc_now
+from evalnb.core.progress_channel import PROGRESS_ENV
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.execution.budget import open_shared_ledger
 from evalnb.execution.budget_views import ledger_totals, refusals_since
@@ -60,13 +65,37 @@ class Child:
 def suite_command(path: Path, sets: Sequence[str]) -> int:
     suite = load_suite(path, sets)   # everything checked before anything is written
     held = lock.acquire(suite.dir)   # one `evalnb suite` per suite directory at a time
+    # Each contestant's kernel writes its progress to a file of its own here; one view draws them all.
+    progress = Path(tempfile.mkdtemp(prefix="evalnb-suite-progress-"))
+    view = LiveView() if output.SETTINGS.verbosity > output.QUIET else None
+    _VIEW[:] = [view.start()] if view else []
+    output.SETTINGS.on_interrupt.append(lambda: f"interrupted; the suite's runs stopped, each keeping what it "
+                                                f"recorded ({suite.dir}); run the same command again to resume")
     try:
-        return _run_suite(suite)
+        code = _run_suite(suite, progress)
     finally:
+        if view is not None:
+            view.stop()
+        _VIEW.clear()
+        shutil.rmtree(progress, ignore_errors=True)
         held.release()
+    doc = suite_results(suite.dir, read_json_if_exists(suite.dir / SUITE_JSON) or {})
+    output.results(suite_text(doc), doc)
+    return code
 
 
-def _run_suite(suite: Suite) -> int:
+_VIEW: list[LiveView] = []   # the suite's progress view while it runs (none with -q)
+
+
+def _say(line: str) -> None:
+    """A line of the suite's own, drawn clear of its runs' progress bars."""
+    if _VIEW:
+        _VIEW[0].message(line)
+    else:
+        output.say(line)
+
+
+def _run_suite(suite: Suite, progress: Path) -> int:
     started = utc_now()
     for contestant in suite.contestants:
         write_json(suite.params_file(contestant), contestant.params)
@@ -79,16 +108,16 @@ def _run_suite(suite: Suite) -> int:
     rows = _record(suite, outcomes, running=True)["runs"]
     todo = deque(c for c in suite.contestants if rows[c.name]["state"] != "complete")
     done = len(suite.contestants) - len(todo)
-    print(f"evalnb suite: {suite.name}: {len(suite.contestants)} contestants, {done} complete, {len(todo)} to run "
-          f"({suite.parallel_runs} at a time) in {suite.dir}", file=sys.stderr)
+    _say(f"evalnb suite: {suite.name}: {len(suite.contestants)} contestants, {done} complete, {len(todo)} to run "
+          f"({suite.parallel_runs} at a time) in {suite.dir}")
     for name in suite.removed():
-        print(f"evalnb suite: {name}: no longer a contestant (kept on disk, left off the leaderboard)", file=sys.stderr)
+        _say(f"evalnb suite: {name}: no longer a contestant (kept on disk, left off the leaderboard)")
     children: dict[int, Child] = {}
     ceiling_reached = False
     try:
         while todo or children:
             while todo and len(children) < suite.parallel_runs and not ceiling_reached:
-                child = _start(suite, todo.popleft())
+                child = _start(suite, todo.popleft(), progress)
                 children[child.process.pid] = child
                 outcomes[child.contestant.name] = {"state": "running", "at": utc_now()}
                 _record(suite, outcomes, running=True)
@@ -100,8 +129,7 @@ def _run_suite(suite: Suite) -> int:
             child = children.pop(pid)
             child.process.returncode = code = os.waitstatus_to_exitcode(status)
             outcomes[child.contestant.name] = _outcome(child, code)
-            print(f"evalnb suite: {child.contestant.name}: exit {code}: {outcomes[child.contestant.name]['cause']}",
-                  file=sys.stderr)
+            _say(f"evalnb suite: {child.contestant.name}: exit {code}: {outcomes[child.contestant.name]['cause']}")
             if code == EXIT_INCOMPLETE and suite.max_cost_usd is not None and \
                     refusals_since(suite.ledger, started):
                 ceiling_reached = True   # the suite's ceiling: a new run would be refused at its first call
@@ -126,22 +154,26 @@ def _run_suite(suite: Suite) -> int:
     return _finish(suite, record, board, started)
 
 
-def _start(suite: Suite, contestant: Contestant) -> Child:
+def _start(suite: Suite, contestant: Contestant, progress: Path) -> Child:
     logs = suite.dir / LOGS_DIR
     logs.mkdir(parents=True, exist_ok=True)
     log = (logs / f"{contestant.name}.log").open("ab")
     start = log.seek(0, os.SEEK_END)
     log.write(f"\n=== evalnb suite {suite.name}: {contestant.name} at {utc_now()}\n".encode())
     log.flush()
-    process = _evalnb(["run", str(suite.params_file(contestant))], log)
-    print(f"evalnb suite: {contestant.name}: started (log {logs / (contestant.name + '.log')})", file=sys.stderr)
+    channel = progress / f"{contestant.name}.jsonl"
+    if _VIEW:
+        _VIEW[0].watch(channel, contestant.name)
+    process = _evalnb(["run", str(suite.params_file(contestant))], log, {PROGRESS_ENV: str(channel)})
+    _say(f"evalnb suite: {contestant.name}: started (log {logs / (contestant.name + '.log')})")
     return Child(contestant, process, log, start)
 
 
-def _evalnb(argv: list[str], log: IO[bytes]) -> subprocess.Popen[bytes]:
+def _evalnb(argv: list[str], log: IO[bytes], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """``evalnb ARGV`` in a process of its own that dies with this one (evalnb.app.suite_child)."""
     return subprocess.Popen([sys.executable, "-m", "evalnb.app.suite_child", str(os.getpid()), *argv],
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, **(env or {})})
 
 
 def _outcome(child: Child, code: int) -> dict[str, Any]:
@@ -197,13 +229,13 @@ def write_leaderboard(suite: Suite, rows: Mapping[str, Mapping[str, Any]]) -> di
     with (logs / "leaderboard.log").open("ab") as log:
         code = _evalnb(["compare", "--params", str(params)], log).wait()
     state = "failed" if code != EXIT_OK else "provisional" if missing else "final"
-    print(f"evalnb suite: leaderboard ({state}) in {out}" + ("" if code == EXIT_OK else
-                                                             f"; see {logs / 'leaderboard.log'}"), file=sys.stderr)
+    _say(f"evalnb suite: leaderboard ({state}) in {out}" + ("" if code == EXIT_OK else
+                                                             f"; see {logs / 'leaderboard.log'}"))
     return {"state": state, "dir": str(out), "runs": info["complete"], "missing": missing}
 
 
 def _finish(suite: Suite, record: Mapping[str, Any], board: Mapping[str, Any], started: str) -> int:
-    print(status_text(suite.dir, running=False), file=sys.stderr)
+    output.say(status_text(suite.dir, running=False), level=output.VERBOSE)   # the results table follows
     states = [row["state"] for row in record["runs"].values()]
     if "failed" in states or board.get("state") == "failed":
         return EXIT_ERROR
@@ -212,10 +244,9 @@ def _finish(suite: Suite, record: Mapping[str, Any], board: Mapping[str, Any], s
     budget = record.get("budget")
     if budget and refusals_since(suite.ledger, started):
         doubt = f" (+${budget['in_doubt_usd']:.4f} in doubt)" if budget["in_doubt_usd"] else ""
-        print(f"evalnb suite: spending ceiling of suite {suite.name} reached: ${budget['spent_usd']:.4f} spent so "
+        _say(f"evalnb suite: spending ceiling of suite {suite.name} reached: ${budget['spent_usd']:.4f} spent so "
               f"far{doubt}, ${budget['reserved_usd']:.4f} reserved, ceiling ${budget['max_cost_usd']:.4f}; raise "
-              f"budget.max_cost_usd in {suite.file} and run the same command to continue", file=sys.stderr)
+              f"budget.max_cost_usd in {suite.file} and run the same command to continue")
     else:
-        print(f"evalnb suite: resumable work remains; run the same command again to resume ({suite.file})",
-              file=sys.stderr)
+        _say(f"evalnb suite: resumable work remains; run the same command again to resume ({suite.file})")
     return EXIT_INCOMPLETE

@@ -18,7 +18,6 @@ limits, the smallest of each kind is used.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -41,8 +40,6 @@ def estimate_suite(path: Path, sets: Sequence[str]) -> int:
     longest_run = 0.0
     for contestant in suite.contestants:
         config, bench = contestant.config, contestant.benchmark
-        for warning in bench.warnings:
-            print(f"WARNING: {contestant.name}: {warning}", file=sys.stderr)
         rows = estimate(config, bench, bench.tasks, config.output_dir)
         longest_run = max(longest_run, minimum_run_minutes(rows) or 0.0)
         total: dict[str, Any] = {"contestant": contestant.name, "model": config.model.name}

@@ -18,6 +18,12 @@ when that parent dies (``PR_SET_PDEATHSIG``: jupyter_client starts kernels in a 
 their own, so a kill of evalnb's process group misses them) and holds ``.evalnb.kernel.lock``
 until it exits; a new holder of the run lock waits for that lock too, so a resume started
 right after a kill never overlaps the old kernel.
+
+Neither file outlives its use: a holder deletes the lock file while it still holds it, just
+before it lets go, and whoever takes a lock checks that the file it locked is still the one
+at the path (another holder may have deleted it between the open and the lock), else opens
+it again. So a finished or killed run leaves no ``.evalnb.lock`` or ``.evalnb.kernel.lock``
+naming a dead process (a killed holder's file is deleted by the next holder).
 """
 
 from __future__ import annotations
@@ -64,9 +70,13 @@ class RunLock:
     def release(self) -> None:
         _held.pop(self.dir, None)
         if self.file is not None:
-            # No stale holder for a refused writer to read while the next one takes over.
-            self.file.seek(0)
-            self.file.truncate()
+            try:   # the run's stopped kernel's lock first, while this one still keeps others out
+                _wait_for_old_kernel(self.dir, remove=True)
+            except RunLocked:   # still closing: the next holder waits for it and removes it
+                pass
+            # Deleted while held: a process that opened it meanwhile sees, once it has the lock,
+            # that the path no longer names its file, and opens a new one.
+            (self.dir / LOCK_NAME).unlink(missing_ok=True)
             self.file.close()   # closing the descriptor frees the flock
             self.file = None
 
@@ -100,15 +110,19 @@ def acquire(run_dir: Path, doing: str = "") -> RunLock:
     if run_dir in _held:
         return _held[run_dir]
     run_dir.mkdir(parents=True, exist_ok=True)
-    handle = (run_dir / LOCK_NAME).open("a+", encoding="utf-8")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = _read_holder(handle, settle=True)
-        handle.close()
-        if _is_parent_stage_kernel(holder):
-            return _enter_as_stage_kernel(run_dir, holder)
-        raise RunLocked(refusal(run_dir, holder)) from None
+    while True:
+        handle = (run_dir / LOCK_NAME).open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(handle, settle=True)
+            handle.close()
+            if _is_parent_stage_kernel(holder):
+                return _enter_as_stage_kernel(run_dir, holder)
+            raise RunLocked(refusal(run_dir, holder)) from None
+        if _still_at(handle, run_dir / LOCK_NAME):
+            break
+        handle.close()   # its holder deleted it as it let go: lock the new one
     try:
         _wait_for_old_kernel(run_dir)
     except RunLocked:
@@ -226,8 +240,12 @@ def _enter_as_stage_kernel(run_dir: Path, holder: dict[str, Any]) -> RunLock:
 def _hold_kernel_lock(run_dir: Path, holder: dict[str, Any]) -> None:
     import fcntl
 
-    handle = (run_dir / KERNEL_LOCK_NAME).open("a+", encoding="utf-8")
-    fcntl.flock(handle, fcntl.LOCK_EX)   # an earlier run's kernel may still be closing
+    while True:
+        handle = (run_dir / KERNEL_LOCK_NAME).open("a+", encoding="utf-8")
+        fcntl.flock(handle, fcntl.LOCK_EX)   # an earlier run's kernel may still be closing
+        if _still_at(handle, run_dir / KERNEL_LOCK_NAME):
+            break
+        handle.close()
     handle.seek(0)
     handle.truncate()
     handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
@@ -251,8 +269,17 @@ def die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
 
 
-def _wait_for_old_kernel(run_dir: Path) -> None:
-    """A kernel of a killed run dies with its parent; give it a moment, never overlap it."""
+def _still_at(handle: IO[str], path: Path) -> bool:
+    """The locked file is the one at ``path`` (not one its last holder deleted meanwhile)."""
+    try:
+        return os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _wait_for_old_kernel(run_dir: Path, remove: bool = True) -> None:
+    """A kernel of a killed run dies with its parent; give it a moment, never overlap it.
+    Once it is gone, its lock file is deleted (``remove``), under the lock."""
     import fcntl
 
     path = run_dir / KERNEL_LOCK_NAME
@@ -263,6 +290,8 @@ def _wait_for_old_kernel(run_dir: Path) -> None:
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if remove and _still_at(handle, path):
+                    path.unlink(missing_ok=True)
                 return   # closing the handle frees it again
             except BlockingIOError:
                 if time.monotonic() > deadline:

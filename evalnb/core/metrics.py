@@ -38,6 +38,32 @@ def mean(*, missing: str = "exclude") -> MetricFn:
     return _with_form(mean_fn, lambda values, strata: RatioForm((cells(values, missing=missing),), values.shape[-1]))
 
 
+def item_mean() -> MetricFn:
+    """The mean over items (with a score) of each item's mean over its scored repeats: the unit
+    is the item whatever its number of scored repeats (Miller 2024 §4). With one repeat it is
+    exactly ``mean(missing="exclude")``, computed the same way."""
+    def item_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
+        if values.shape[-2] == 1:
+            return stats.cell_mean(values, missing="exclude")
+        return stats.cell_mean(_repeat_means(values)[..., None, :], missing="exclude")
+
+    def form(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> RatioForm:
+        if values.shape[-2] == 1:
+            return RatioForm((cells(values),), values.shape[-1])
+        means = _repeat_means(values)
+        present = ~np.isnan(means)
+        return RatioForm(((np.where(present, means, 0.0), present.astype(float)),), values.shape[-1])
+    return _with_form(item_fn, form)
+
+
+def _repeat_means(values: np.ndarray) -> np.ndarray:
+    """Each item's mean over its scored repeats (NaN for an item with none)."""
+    present = ~np.isnan(values)
+    count = present.sum(axis=-2)
+    total = np.where(present, values, 0.0).sum(axis=-2)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
 def stratum_mean(label: str, *, missing: str = "exclude") -> MetricFn:
     """The mean over the items of one stratum (NaN when it has none)."""
     def stratum_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -79,4 +105,12 @@ def count_scored() -> MetricFn:
     """How many cells hold a score (a count: shown without an interval)."""
     def count_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
         return (~np.isnan(values)).sum(axis=(-2, -1)).astype(float)
+    return count_fn
+
+
+def count_items_scored() -> MetricFn:
+    """How many items hold a score in at least one repeat (a count; with one repeat the same
+    number as :func:`count_scored`)."""
+    def count_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
+        return (~np.isnan(values)).any(axis=-2).sum(axis=-1).astype(float)
     return count_fn

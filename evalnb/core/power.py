@@ -16,6 +16,7 @@ normal at that n; they say nothing about a task set drawn from another distribut
 from __future__ import annotations
 
 import math
+from typing import Any
 
 ALPHA = 0.05
 POWER = 0.8
@@ -45,6 +46,23 @@ def items_needed(var_d: float, delta: float, alpha: float = ALPHA, power: float 
 def var_with_repeats(omega2: float, sigma2_a: float, k_a: int, sigma2_b: float, k_b: int) -> float:
     """Var(d) = ω² + σ_A²/K_A + σ_B²/K_B."""
     return omega2 + sigma2_a / k_a + sigma2_b / k_b
+
+
+def within_item_variance(matrix: Any) -> tuple[float | None, int]:
+    """σ²: the mean, over items with two or more scored repeats, of the sample variance (ddof 1)
+    across an item's repeats, from a repeats x items matrix (NaN: not scored); and how many items
+    it is over. None with fewer than two repeats or no such item."""
+    import numpy as np
+
+    values = np.asarray(matrix, dtype=float)
+    counts = (~np.isnan(values)).sum(axis=0) if values.ndim == 2 else np.zeros(0)
+    if values.ndim != 2 or values.shape[0] < 2 or not (counts >= 2).any():
+        return None, 0
+    kept = values[:, counts >= 2]
+    present = ~np.isnan(kept)
+    means = np.where(present, kept, 0.0).sum(axis=0) / present.sum(axis=0)
+    per_item = np.where(present, (kept - means) ** 2, 0.0).sum(axis=0) / (present.sum(axis=0) - 1)
+    return float(np.mean(per_item)), int(kept.shape[1])
 
 
 def whole(n: float) -> int:

@@ -65,3 +65,73 @@ class NotebookBar(tqdm):
 
     def clear(self, *args: Any, **kwargs: Any) -> None:
         pass
+
+
+class StageProgress:
+    """A stage's calls as they finish: its bar where it runs (the notebook's, or tqdm's), and
+    the same counts for the command's terminal (:mod:`evalnb.core.progress_channel`)."""
+
+    def __init__(self, stage: str, *, total: int, pending: int, desc: str, unit: str = "it",
+                 mininterval: float = 1.0) -> None:
+        from evalnb.core.progress_channel import Snapshot, Writer
+
+        self.writer = Writer()
+        # In the command's own process (probe-window) the command's view draws the channel:
+        # a second bar of tqdm's own on the same terminal would only garble it.
+        drawn_elsewhere = bool(self.writer.path) and not frontend.in_kernel()
+        self.bar = progress_bar(total=pending, desc=desc, unit=unit, mininterval=mininterval,
+                                disable=pending == 0 or drawn_elsewhere)
+        self.snapshot = Snapshot(stage=stage, total=total, before=total - pending)
+        self._backing_off = 0
+        self._quota = ""
+        self.writer.write(self.snapshot, force=True)
+
+    def finished(self, status: str) -> None:
+        """One call recorded, with ``status``."""
+        self.snapshot.statuses[status] = self.snapshot.statuses.get(status, 0) + 1
+        self.bar.update()
+        self.writer.write(self.snapshot)
+
+    def set_done(self, done: int, total: int, waiting: str) -> None:
+        """Batch mode: ``done`` of ``total`` calls collected, and what it waits on."""
+        self.bar.total = total
+        self.bar.n = done
+        self.snapshot.total = self.snapshot.before + total
+        self.snapshot.statuses = {"collected": done} if done else {}
+        self._set_waiting(waiting)
+
+    def backoff(self, change: int) -> None:
+        """A call begins (+1) or ends (-1) the wait before a retry."""
+        if change > 0:
+            self.snapshot.retries += 1
+        self._backing_off += change
+        self._set_waiting(self._quota)
+
+    def quota(self, names: list[str]) -> None:
+        """The endpoints whose calls wait for their quota window now."""
+        text = f"quota window: {', '.join(names)}" if names else ""
+        if text and not self._quota:
+            self.snapshot.quota_waits += 1
+        self._quota = text
+        self._set_waiting(text)
+
+    def _set_waiting(self, base: str) -> None:
+        parts = [base] if base else []
+        if self._backing_off:
+            parts.append(f"retry backoff: {self._backing_off} call{'s' if self._backing_off != 1 else ''}")
+        text = "; ".join(parts)
+        if text != self.snapshot.waiting:
+            self.snapshot.waiting = text
+            self.bar.set_postfix_str(text.replace("quota window", "waiting for quota"), refresh=True)
+            self.writer.write(self.snapshot, force=True)
+
+    def close(self, total: int | None = None) -> None:
+        """The stage is over (``total``: its calls, when fewer were needed than foreseen)."""
+        self.bar.close()
+        if total is not None:
+            self.snapshot.total = self.snapshot.before + total
+        self.snapshot.waiting = ""
+        self.snapshot.final = True
+        self.writer.write(self.snapshot, force=True)
+        self.writer.close()
+

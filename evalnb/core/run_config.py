@@ -14,6 +14,20 @@ from evalnb.core.types import RetryPolicy
 
 
 @dataclass(frozen=True)
+class QuietDefault:
+    """A benchmark option's default that is left out of the resolved options (and so of
+    config.json and scores.json) while in force: adding such an option to a benchmark changes
+    nothing a run that does not use it records (WildTrace's ``repeats: 1``). The benchmark reads
+    it with ``config.options.get(key, default)``."""
+
+    value: Any
+
+    def is_default(self, given: Any) -> bool:
+        # the type too: True == 1, but ``repeats: true`` must reach the benchmark's check
+        return type(given) is type(self.value) and given == self.value
+
+
+@dataclass(frozen=True)
 class EndpointConfig:
     """One model endpoint: the contestant or a judge."""
 
@@ -56,6 +70,7 @@ class RunConfig:
     options: dict[str, Any] = field(default_factory=dict)   # benchmark-specific keys
     source: str = "parameters"   # the parameters file, for messages (not a parameter itself)
     budget: dict[str, Any] | None = None   # the spending ceiling (evalnb.execution.budget); not fingerprinted
+    subset: dict[str, Any] | None = None   # part of the data only (evalnb.core.subset); fingerprinted
 
     def error(self, key: str, problem: str) -> ConfigError:
         """A configuration error naming the parameters file and the key."""
@@ -89,5 +104,6 @@ class RunConfig:
             "concurrency": self.concurrency, "model": endpoint(self.model),
             "judges": [endpoint(j) for j in self.judges], "retry": asdict(self.retry),
             "prices": self.prices, **({"budget": self.budget} if self.budget else {}),
+            **({"subset": self.subset} if self.subset else {}),
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in self.options.items()},
         }

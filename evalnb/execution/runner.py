@@ -20,10 +20,8 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, TypeVar
 
-from tqdm import tqdm
-
 from evalnb.providers.pacing import Pacer
-from evalnb.core.progress import progress_bar
+from evalnb.core.progress import StageProgress
 from evalnb.core.reasoning import reasoning_fields
 from evalnb.providers.base import Completion, Provider, Usage
 from evalnb.core.records import JsonlStore
@@ -62,11 +60,11 @@ def usage_fields(usage: Usage | None) -> dict[str, Any] | None:
 
 
 async def _run_one(call: Call, provider: Provider | None, policy: RetryPolicy,
-                   rng: random.Random) -> Record:
+                   rng: random.Random, on_backoff: Callable[[int], None] | None = None) -> Record:
     """The call's record, whatever happens: an unexpected exception while preparing, sending
     or reading it is recorded against this call as resumable, and the other calls go on."""
     try:
-        return await _attempt(call, provider, policy, rng)
+        return await _attempt(call, provider, policy, rng, on_backoff)
     except Exception as error:   # noqa: BLE001 - a failure belongs to its call
         return {"key": call.key, "endpoint": call.endpoint, "attempts": 0, **unexpected_failure(error)}
 
@@ -80,7 +78,7 @@ def unexpected_failure(error: Exception) -> Record:
 
 
 async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
-                   rng: random.Random) -> Record:
+                   rng: random.Random, on_backoff: Callable[[int], None] | None = None) -> Record:
     prepared = call.prepare()
     record: Record = {"key": call.key, "endpoint": call.endpoint, **prepared.fields}
     if prepared.request is None:
@@ -89,7 +87,7 @@ async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
     if provider is None:
         raise RuntimeError(f"{call.key}: needs a model call but no endpoint {call.endpoint!r} is configured")
     started = time.time()
-    outcome = await call_with_retries(provider, prepared.request, policy, rng)
+    outcome = await call_with_retries(provider, prepared.request, policy, rng, on_backoff)
     record.update(attempts=outcome.attempts, waits=[round(w, 3) for w in outcome.waits],
                   started_at=started, elapsed_s=round(time.time() - started, 3))
     if outcome.retried_errors:   # a call that succeeded after retries shows why it needed them
@@ -108,12 +106,14 @@ async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
 
 async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: JsonlStore,
                     policy: RetryPolicy, *, is_done: Callable[[Record], bool], desc: str,
-                    concurrency: int) -> collections.Counter[str]:
+                    concurrency: int, stage: str | None = None) -> collections.Counter[str]:
     """Run every call whose latest stored record is not done; return the new statuses.
 
     At most ``concurrency`` calls are in flight at once across all providers, and at most
-    each provider's own ``concurrency`` for that provider.
+    each provider's own ``concurrency`` for that provider. ``stage``: the name the command's
+    terminal shows (default ``desc``).
     """
+    stage = stage or desc
     done = store.load()
     queues: dict[str, collections.deque[Call]] = collections.defaultdict(collections.deque)
     for call in calls:
@@ -122,7 +122,7 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
     pending = sum(len(q) for q in queues.values())
     statuses: collections.Counter[str] = collections.Counter()
     rng = random.Random()
-    bar = progress_bar(total=pending, desc=desc, disable=pending == 0)
+    progress = StageProgress(stage, total=len(calls), pending=pending, desc=desc)
     in_flight = asyncio.Semaphore(concurrency)
     not_sent: list[str] = []   # refused by the spending ceiling: the stage takes no new call
 
@@ -134,7 +134,7 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
                     return
                 call = queue.popleft()
                 try:
-                    record = await _run_one(call, provider, policy, rng)
+                    record = await _run_one(call, provider, policy, rng, progress.backoff)
                 except NotSent:   # stays resumable work: no record
                     not_sent.append(call.key)
                     statuses["not_sent"] += 1
@@ -143,11 +143,11 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
             if not FIRST_REPLY.is_set():   # set() takes a lock: once, not per call
                 FIRST_REPLY.set()
             statuses[record["status"]] += 1
-            bar.update()
+            progress.finished(record["status"])
 
     # A paced provider, also inside another wrapper (the spending ceiling's), shows its quota waits.
     paced = [pacer for p in pool.values() if isinstance(pacer := getattr(p, "pacer", None), Pacer)]
-    ticker = asyncio.create_task(_show_quota_waits(bar, paced)) if paced and pending else None
+    ticker = asyncio.create_task(_show_quota_waits(progress, paced)) if paced and pending else None
     try:
         async with asyncio.TaskGroup() as group:
             for endpoint, queue in queues.items():
@@ -158,20 +158,15 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
     finally:
         if ticker is not None:
             ticker.cancel()
-        bar.close()
+        progress.close()
         store.close()
     return statuses
 
 
-async def _show_quota_waits(bar: tqdm, pacers: Sequence[Pacer]) -> None:
-    """The progress bar says when calls are held back by a rate limit, not by the endpoint."""
-    shown = ""
+async def _show_quota_waits(progress: StageProgress, pacers: Sequence[Pacer]) -> None:
+    """The progress says when calls are held back by a rate limit, not by the endpoint."""
     while True:
-        waiting = [p.name for p in pacers if p.waiting]
-        text = f"waiting for quota: {', '.join(waiting)}" if waiting else ""
-        if text != shown:
-            bar.set_postfix_str(text, refresh=True)
-            shown = text
+        progress.quota([p.name for p in pacers if p.waiting])
         await asyncio.sleep(0.5)
 
 

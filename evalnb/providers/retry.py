@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -87,7 +88,9 @@ def as_provider_error(error: Exception) -> ProviderError:
 
 
 async def call_with_retries(provider: Provider, request: ChatRequest, policy: RetryPolicy,
-                            rng: random.Random) -> Outcome:
+                            rng: random.Random, on_backoff: Callable[[int], None] | None = None) -> Outcome:
+    """``on_backoff(+1)`` as a wait before a retry begins, ``on_backoff(-1)`` as it ends (the
+    progress a terminal shows)."""
     waits: list[float] = []
     errors: list[str] = []
     charged: list[dict[str, Any]] = []
@@ -109,5 +112,11 @@ async def call_with_retries(provider: Provider, request: ChatRequest, policy: Re
                 return Outcome(None, error, attempt, waits, errors, charged)
             errors.append(error.message[:RETRIED_ERROR_KEPT])
             waits.append(policy.wait(attempt, error.retry_after, rng))
-            await asyncio.sleep(waits[-1])
+            if on_backoff is not None:
+                on_backoff(1)
+            try:
+                await asyncio.sleep(waits[-1])
+            finally:
+                if on_backoff is not None:
+                    on_backoff(-1)
     raise AssertionError("unreachable")

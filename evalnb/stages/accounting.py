@@ -22,6 +22,11 @@ from evalnb.core.latency import measured_estimate
 
 
 
+# Endpoints that bill nothing unless the parameters give them a price: the offline baselines,
+# and a command run on this machine (a local model, a rater).
+FREE_PROVIDERS = frozenset({"offline", "command"})
+
+
 def endpoint_names(config: RunConfig) -> dict[str, str]:
     return {"model": config.model.name, **{role: j.name for role, j in config.judge_roles()}}
 
@@ -167,6 +172,7 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
     stores = {stage: JsonlStore(run_dir / f"{stage}.jsonl").load() for stage in CALL_STAGES}
     parallel = {names.get(role, role): min(e.concurrency or config.concurrency, config.concurrency)
                 for role, e in (("model", config.model), *config.judge_roles())}
+    free = {e.name for e in (config.model, *config.judges) if e.provider in FREE_PROVIDERS}
     for r in rows.values():
         # A batch is not held to the live rate limit (the providers' batch limits are separate).
         r["min_minutes_under_rate_limit"] = quota_minutes(limits.get(r["model"]), r) if r["mode"] == "live" else None
@@ -177,6 +183,8 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
         # Live and batch side by side, whichever mode the endpoint is set to.
         r["max_total_cost_batch_usd"] = batch_cost_usd(r["model"], r["est_input_tokens"], r["max_output_tokens"],
                                                        config.prices)
+        if r["model"] in free and r["model"] not in config.prices:   # an offline baseline or a local command
+            r.update(est_input_cost_usd=0.0, max_total_cost_usd=0.0, max_total_cost_batch_usd=0.0, free=True)
         r |= measured_estimate(r["to_make"], [rec for rec in stores[r["stage"]].values()
                                               if names.get(str(rec["endpoint"]), rec["endpoint"]) == r["model"]],
                                parallel.get(r["model"], 1))

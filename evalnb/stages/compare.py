@@ -141,7 +141,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     if len(set(classes.values())) > 1:
         raise ConfigError(f"compare: runs of different benchmarks ({', '.join(sorted(classes))})")
     bench = next(iter(classes.values()))
-    check_comparable(records, bench.COMPARABLE_PARTS)
+    check_comparable(records, (*bench.COMPARABLE_PARTS, "subset"))   # a --limit run never against a full one
     models = [r.model for r in records]
     labels: list[str] = []
     for i, r in enumerate(records):   # a model run twice is told apart by its run directory

@@ -23,7 +23,7 @@ from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
 from evalnb.benchmarks.base import contestant_label
 from evalnb.core.words import item_plural
 from evalnb.core.run_config import EndpointConfig, RunConfig
-from evalnb.core import lock
+from evalnb.core import lock, subset
 from evalnb.core.errors import ConfigError
 from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
@@ -118,7 +118,14 @@ def make_benchmark(config: RunConfig, bench: type[Benchmark]) -> Benchmark:
     """The run's benchmark, built once: it checks its own parameters and loads its inputs.
     It is told what a run being resumed recorded (e.g. the date a rating header keeps)."""
     recorded = read_json_if_exists(config.output_dir / "fingerprint.json")
-    return bench(config, recorded["parts"] if recorded else None)
+    benchmark = bench(config, recorded["parts"] if recorded else None)
+    if config.subset:   # part of the data only (evalnb run --limit/--items)
+        tasks = benchmark.tasks
+        try:
+            benchmark.tasks = subset.select(tasks, config.subset, [t.task_id for t in tasks], config.source)  # type: ignore[misc]
+        except AttributeError:
+            raise config.error("subset", f"benchmark {config.benchmark} does not let its tasks be narrowed") from None
+    return benchmark
 
 
 def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *,
@@ -150,13 +157,16 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     if not lock.is_stage_kernel(config.output_dir):
         benchmark.check_documents()   # a stage kernel's evalnb checked them moments ago
     run = Run(config, benchmark, benchmark.tasks,
-              fingerprint(benchmark.fingerprint_parts() | config.response_parts()), warnings)
+              fingerprint(benchmark.fingerprint_parts() | config.response_parts() | subset.fingerprint_part(config.subset)),
+              warnings)
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     if hold_lock:
         run.lock = lock.acquire(run.dir, "evalnb run")   # refused if another process runs here
+    starting = not run.path("fingerprint.json").exists()
     _record_run(run, keep_config)
-    for warning in warnings:
-        print(f"WARNING: {warning}", file=sys.stderr)
+    if starting:   # once per run, as it starts; the run's summary table shows them every time
+        for warning in warnings:
+            print(f"WARNING: {warning}", file=sys.stderr)
     return run
 
 

@@ -57,13 +57,7 @@ def _pilot(path: Path) -> compare.Comparison:
 
 def within_item_variance(results: ItemResults, ids: Sequence[str]) -> float | None:
     """The mean over items (with two or more scored repeats) of the variance across repeats."""
-    matrix = aligned(results, ids)
-    counts = (~np.isnan(matrix)).sum(axis=0)
-    if matrix.shape[0] < 2 or not (counts >= 2).any():
-        return None
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_item = np.nanvar(matrix[:, counts >= 2], axis=0, ddof=1)
-    return float(np.mean(per_item))
+    return formulas.within_item_variance(aligned(results, ids))[0]
 
 
 def _row(found: Forms, z: np.ndarray, used: np.ndarray, delta: float, alpha: float, power: float) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from evalnb.core.errors import EvalnbError
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest, is_context_length_error
 from evalnb.providers.retry import call_with_retries
+from evalnb.core.progress import StageProgress
 from evalnb.execution.runner import run_blocking
 from evalnb.stages.probe_text import ProbeText, probe_texts
 
@@ -112,12 +113,18 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
             for kind in ("en", "cjk"):
                 text = texts[kind]   # type: ignore[index]
                 seen: list[tuple[int, int | None]] = []   # accepted (characters, reported input tokens)
+                # At most max_calls probes and the budget checks; the bisection usually needs
+                # fewer (the total is corrected when it stops).
+                progress = StageProgress(f"probe {kind}", total=max_calls + 1 + BUDGET_STEPS,
+                                         pending=max_calls + 1 + BUDGET_STEPS, desc=f"probe {kind}", unit="call")
 
                 async def send(chars: int, budget: int, kind: CapKind = kind, text: ProbeText = text,
-                               seen: list[tuple[int, int | None]] = seen) -> bool:
+                               seen: list[tuple[int, int | None]] = seen, progress: StageProgress = progress) -> bool:
                     request = ChatRequest(render_answer_prompt(PROBE_QUESTION, text.document(chars)),
                                           max_tokens=budget, temperature=settings["temperature"])
-                    outcome = await call_with_retries(provider, request, config.retry, rng)
+                    outcome = await call_with_retries(provider, request, config.retry, rng, progress.backoff)
+                    progress.finished("ok" if outcome.error is None else "rejected" if outcome.error.kind ==
+                                      "permanent" else f"failed_{outcome.error.kind}")
                     if outcome.error is None:
                         usage = outcome.completion.usage if outcome.completion else None
                         seen.append((chars, usage.input_tokens if usage and not usage.estimated else None))
@@ -128,32 +135,35 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
                     raise EvalnbError(f"probe stopped at {chars:,} {kind} characters: "
                                       f"{outcome.error.message}")
 
-                accepted, rejected, calls = await search_window(lambda n: send(n, probe_budget), bounds[kind],
-                                                                tolerance=tolerance, max_calls=max_calls)
-                per_token = chars_per_token(seen, kind)
-                cap, check = accepted, "not needed (the probe used the run's budget)"
-                if accepted and probe_budget < run_budget:
-                    calls += 1
-                    if await send(accepted, run_budget):
-                        check = f"accepted with the run's budget ({run_budget:,} tokens)"
-                    else:
-                        reserved = (run_budget - probe_budget) * per_token[0]
-                        cap = max(0, int(accepted - reserved))
-                        # The estimate uses the text's mean characters a token; where the text
-                        # near the edge runs denser, step down until the run's request fits.
-                        steps = 0
-                        while cap and steps < BUDGET_STEPS:
-                            calls += 1
-                            if await send(cap, run_budget):
-                                break
-                            cap, steps = int(cap * (1 - BUDGET_STEP)), steps + 1
+                try:
+                    accepted, rejected, calls = await search_window(lambda n: send(n, probe_budget), bounds[kind],
+                                                                    tolerance=tolerance, max_calls=max_calls)
+                    per_token = chars_per_token(seen, kind)
+                    cap, check = accepted, "not needed (the probe used the run's budget)"
+                    if accepted and probe_budget < run_budget:
+                        calls += 1
+                        if await send(accepted, run_budget):
+                            check = f"accepted with the run's budget ({run_budget:,} tokens)"
                         else:
-                            cap = 0 if steps else cap
-                        check = (f"refused with the run's budget ({run_budget:,} tokens): the endpoint "
-                                 f"reserves it from the window; cap lowered by {accepted - cap:,} characters "
-                                 f"at {per_token[0]:.2f} characters a token ({per_token[1]})"
-                                 + (f" and {steps} step(s) of {BUDGET_STEP:.0%}" if steps else "")
-                                 + ("" if cap else "; the run's budget does not fit this window"))
+                            reserved = (run_budget - probe_budget) * per_token[0]
+                            cap = max(0, int(accepted - reserved))
+                            # The estimate uses the text's mean characters a token; where the text
+                            # near the edge runs denser, step down until the run's request fits.
+                            steps = 0
+                            while cap and steps < BUDGET_STEPS:
+                                calls += 1
+                                if await send(cap, run_budget):
+                                    break
+                                cap, steps = int(cap * (1 - BUDGET_STEP)), steps + 1
+                            else:
+                                cap = 0 if steps else cap
+                            check = (f"refused with the run's budget ({run_budget:,} tokens): the endpoint "
+                                     f"reserves it from the window; cap lowered by {accepted - cap:,} characters "
+                                     f"at {per_token[0]:.2f} characters a token ({per_token[1]})"
+                                     + (f" and {steps} step(s) of {BUDGET_STEP:.0%}" if steps else "")
+                                     + ("" if cap else "; the run's budget does not fit this window"))
+                finally:
+                    progress.close(total=progress.snapshot.new)
                 results.append(WindowProbe(kind, accepted, rejected, calls, text.source,   # type: ignore[arg-type]
                                            probe_budget, cap, check, per_token[0]))
             return results

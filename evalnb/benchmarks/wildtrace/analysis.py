@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalnb.benchmarks.base import judge_table
 from evalnb.benchmarks.wildtrace.imported import report_table
+from evalnb.benchmarks.wildtrace.repeats import repeat_key
 from evalnb.benchmarks.wildtrace.protocol import WildTraceProtocol, points_awarded, read_tasks
 from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, RunScores, Table
@@ -58,26 +59,38 @@ class WildTrace(WildTraceProtocol):
                 Fact("route", f"cap {route.get('cap', '-')} characters ({route.get('cap_kind', '-')}), "
                               f"document {route.get('doc_chars', '-')} characters" if route else "not routed yet"),
                 Passage("question", task.question),
-                Passage("response", response.get("text")),
-                *reasoning_passages(response),
-                Table("rubric", ("item", "points", "criterion"),
-                      tuple((f"P{i}", item.points, item.criterion) for i, item in enumerate(task.rubric, 1))),
             ]
+            rubric = Table("rubric", ("item", "points", "criterion"),
+                           tuple((f"P{i}", item.points, item.criterion) for i, item in enumerate(task.rubric, 1)))
             judges: dict[str, float | None] = {}
-            for verdict in row["judges"]:
-                label = f"{verdict['judge']} {verdict['model']}"
-                judges[label] = verdict["score"]
-                awarded = points_awarded(verdict["reply"])
-                sections.append(Table(f"{label}: verdict", ("status", "total", "max points", "normalised score",
-                                                            "clamped", "points per item"),
-                                      ((verdict["status"], verdict["total"], task.max_points, verdict["score"],
-                                        verdict["clamped"],
-                                        ", ".join(f"P{i}={p:g}" for i, p in enumerate(awarded, 1))
-                                        if awarded is not None else "not given"),)))
-                sections.append(Passage(f"{label}: reply", verdict["reply"]))
-                sections += reasoning_passages(judgements.get(f"{task.task_id}::{verdict['judge']}"), f"{label}: ")
+            answers = row.get("repeats") or [{"repeat": None}]
+            for answer in answers:   # one answer per task, unless the run has repeats
+                n = answer["repeat"]
+                prefix = "" if n is None else f"repeat {n}: "
+                key = task.task_id if n is None else repeat_key(task.task_id, n)
+                record = response if n is None else responses.get(key) or {}
+                if n is not None:
+                    score = "-" if answer["score"] is None else f"{answer['score']:.4f}"
+                    sections.append(Fact(f"repeat {n}", f"{answer['status']}, score {score}"))
+                sections += [Passage(f"{prefix}response", record.get("text")), *reasoning_passages(record, prefix)]
+                if n is None or n == 1:
+                    sections.append(rubric)
+                for verdict in row["judges"]:
+                    if verdict.get("repeat") != n:
+                        continue
+                    label = f"{verdict['judge']} {verdict['model']}"
+                    judges[label if n is None else f"{prefix}{label}"] = verdict["score"]
+                    awarded = points_awarded(verdict["reply"])
+                    sections.append(Table(f"{prefix}{label}: verdict", ("status", "total", "max points",
+                                                                        "normalised score", "clamped", "points per item"),
+                                          ((verdict["status"], verdict["total"], task.max_points, verdict["score"],
+                                            verdict["clamped"],
+                                            ", ".join(f"P{i}={p:g}" for i, p in enumerate(awarded, 1))
+                                            if awarded is not None else "not given"),)))
+                    sections.append(Passage(f"{prefix}{label}: reply", verdict["reply"]))
+                    sections += reasoning_passages(judgements.get(f"{key}::{verdict['judge']}"), f"{prefix}{label}: ")
             if row["judges"]:
-                sections.append(Fact("panel mean", "-" if row["score"] is None else f"{row['score']:.4f}"))
+                sections.append(Fact("panel mean" if len(answers) == 1 else "mean over repeats", "-" if row["score"] is None else f"{row['score']:.4f}"))
             out.append(ItemEvidence(task.task_id, row["status"], row["score"], judges, tuple(sections)))
         return out
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark
 from evalnb.benchmarks.wildtrace.caps import caps_for, caps_table, route_for, unlisted_warning
+from evalnb.benchmarks.wildtrace import repeats
 from evalnb.benchmarks.wildtrace.imported import ImportedResponses, read_responses, source_model_warning
 from evalnb.benchmarks.wildtrace.tasks import RubricItem, WildTraceTask, read_tasks
 from evalnb.core import metrics, prompts
@@ -188,10 +189,10 @@ METRICS = (
            metrics.mean(missing="zero"),
            headline=True),
     Metric("scored", "Scored: mean over tasks answered ok with a full-panel score",
-           metrics.mean(missing="exclude"),
+           metrics.item_mean(),   # with one answer per task: mean(missing="exclude"), the same computation
            headline=True, partial=True),
     Metric("coverage", "share of tasks scored", metrics.share_scored(), partial=True),
-    Metric("scored_n", "tasks scored", metrics.count_scored(), partial=True, interval=False),
+    Metric("scored_n", "tasks scored", metrics.count_items_scored(), partial=True, interval=False),
 )
 
 
@@ -201,7 +202,8 @@ class WildTraceProtocol(BaseBenchmark):
     NAME: ClassVar[str] = "wildtrace"
     METRICS: ClassVar[tuple[Metric, ...]] = METRICS
     # responses: answers produced elsewhere (evalnb.benchmarks.wildtrace.imported), instead of calling the model
-    OPTIONS: ClassVar[Mapping[str, Any]] = dict(BOOTSTRAP_OPTIONS) | {"responses": None}
+    # repeats: contestant answers per task (evalnb.benchmarks.wildtrace.repeats; absent from config.json at 1)
+    OPTIONS: ClassVar[Mapping[str, Any]] = dict(BOOTSTRAP_OPTIONS) | {"responses": None, "repeats": repeats.DEFAULT}
     PATH_OPTIONS: ClassVar[tuple[str, ...]] = ("responses",)
     # Runs of different models may be compared only when these fingerprint parts agree (§5:
     # never mix caps policies, prompts, retry policies, judge panels or aggregation policies).
@@ -239,15 +241,17 @@ class WildTraceProtocol(BaseBenchmark):
             self.imported = read_responses(Path(config.options["responses"]), list(self.by_id))
             warning = source_model_warning(self.imported, config.model.provider, config.model.name)
             self.warnings += [warning] if warning else []
+        self.repeats = repeats.check_repeats(config, self.imported is not None, list(self.by_id))
 
     @property
     def calls_model(self) -> bool:
         return self.imported is None
 
     def summary_rows(self) -> list[tuple[str, str]]:
+        rows = [("repeats", repeats.summary(self.repeats))] if self.repeats > 1 else []
         if self.imported is None:
-            return []
-        return [("responses", f"imported from {self.imported.path} (sha256 {self.imported.sha256}); "
+            return rows
+        return rows + [("responses", f"imported from {self.imported.path} (sha256 {self.imported.sha256}); "
                               "no model call")]
 
     def check_documents(self) -> None:
@@ -277,15 +281,16 @@ class WildTraceProtocol(BaseBenchmark):
             "aggregation": AGGREGATION_POLICY,
             "retry": asdict(config.retry),
             "tasks": sha256_text(json.dumps([asdict(t) for t in self.tasks], sort_keys=True)),
+            **({"repeats": self.repeats} if self.repeats > 1 else {}),   # absent at 1: today's fingerprint
         }
 
     # --- generation -------------------------------------------------------------------------------
 
-    def _prepare(self, task: WildTraceTask) -> Prepared:
+    def _prepare(self, task: WildTraceTask, repeat: int = 1) -> Prepared:
         settings = decoding(self.config)["model"]
         document = self.corpus.read(task.corpus_file)
         route = route_for(document, self.caps)
-        fields = {"task_id": task.task_id, "route": route.as_dict()}
+        fields = {"task_id": task.task_id, **repeats.repeat_fields(repeat, self.repeats), "route": route.as_dict()}
         if self.imported is not None:   # reading 29: recorded like a generated answer, no call
             return Prepared(None, fields | self.imported.record_fields(task.task_id, route.in_scope))
         if not route.in_scope:   # reading 1: not sent, not truncated
@@ -296,54 +301,66 @@ class WildTraceProtocol(BaseBenchmark):
         return Prepared(request, fields)
 
     def generation_calls(self) -> list[Call]:
-        return [Call(task.task_id, "model", functools.partial(self._prepare, task)) for task in self.tasks]
+        return [Call(repeats.repeat_key(task.task_id, n), "model", functools.partial(self._prepare, task, n))
+                for task in self.tasks for n in range(1, self.repeats + 1)]
 
     # --- judging (readings 7-9) -----------------------------------------------------------------------
 
     def judge_calls(self, responses: Mapping[str, Record]) -> list[Call]:
         settings = decoding(self.config)["judges"]
         calls = []
-        for task in self.tasks:
-            response = responses.get(task.task_id)
+        for task, n in ((task, n) for task in self.tasks for n in range(1, self.repeats + 1)):
+            key = repeats.repeat_key(task.task_id, n)
+            response = responses.get(key)
             if response is None or response["status"] != Status.OK:   # only ok answers are judged
                 continue
             parse = interpreter(functools.partial(read_verdict, max_points=task.max_points))
             for role, judge in self.config.judge_roles():
-                fields = {"task_id": task.task_id, "judge": role, "judge_model": judge.name}
+                fields = {"task_id": task.task_id, **repeats.repeat_fields(n, self.repeats), "judge": role,
+                          "judge_model": judge.name}
                 request = judge_request(task, response["text"], settings[role], judge.token_param)
-                calls.append(Call(f"{task.task_id}::{role}", role, functools.partial(Prepared, request, fields),
-                                  parse))
+                calls.append(Call(f"{key}::{role}", role, functools.partial(Prepared, request, fields), parse))
         return calls
 
     # --- aggregation (reading 10) ------------------------------------------------------------------
 
+    def _answer(self, task: WildTraceTask, n: int, responses: Mapping[str, Record],
+                judgements: Mapping[str, Record]) -> dict[str, Any]:
+        """One answer (repeat ``n``) of a task: its status, score (readings 5, 9) and verdicts."""
+        key = repeats.repeat_key(task.task_id, n)
+        response = responses.get(key)
+        status = response["status"] if response else Status.PENDING.value
+        roles = self.config.judge_roles()
+        verdicts = [judgements.get(f"{key}::{role}") for role, _ in roles]
+        value = task_score(status, [v["score"] if v and v["status"] == "ok" else None for v in verdicts])
+        return {
+            "status": status, "score": value, "route": response.get("route") if response else None,
+            "pending_judges": sum(1 for v in verdicts if not v or v["status"] != "ok") if status == Status.OK else 0,
+            "pending_generation": int(status != Status.OK and value is None),   # failed_transient or not yet made
+            "judges": [{"judge": role, "model": judge.name,
+                        "status": v["status"] if v else "pending",
+                        "reply": reply_of(v),
+                        "total": v.get("total") if v else None,
+                        "score": v.get("score") if v and v["status"] == "ok" else None,
+                        "clamped": v.get("clamped") if v else None,
+                        "error": v.get("error") if v else None}
+                       for (role, judge), v in zip(roles, verdicts)] if status == Status.OK else [],
+        }
+
     def score(self, responses: Mapping[str, Record], judgements: Mapping[str, Record]) -> dict[str, Any]:
         rows: list[dict[str, Any]] = []
         pending_generation = pending_judges = 0
-        roles = self.config.judge_roles()
         for task in self.tasks:
-            response = responses.get(task.task_id)
-            status = response["status"] if response else Status.PENDING.value
-            verdicts = [judgements.get(f"{task.task_id}::{role}") for role, _ in roles]
-            value: float | None
-            value = task_score(status, [v["score"] if v and v["status"] == "ok" else None for v in verdicts])
-            if status == Status.OK:
-                pending_judges += sum(1 for v in verdicts if not v or v["status"] != "ok")
-            elif value is None:   # failed_transient, or never generated: resumable
-                pending_generation += 1
+            answers = [self._answer(task, n, responses, judgements) for n in range(1, self.repeats + 1)]
+            pending_generation += sum(a["pending_generation"] for a in answers)
+            pending_judges += sum(a["pending_judges"] for a in answers)
+            first = answers[0]
             rows.append({
-                "task_id": task.task_id, "status": status, "score": value, "corpus_file": task.corpus_file,
-                "route": response.get("route") if response else None,
-                "max_points": task.max_points,
+                "task_id": task.task_id, "status": first["status"], "score": first["score"],
+                "corpus_file": task.corpus_file, "route": first["route"], "max_points": task.max_points,
                 "rubric": [{"points": i.points, "criterion": i.criterion} for i in task.rubric],
-                "judges": [{"judge": role, "model": judge.name,
-                            "status": v["status"] if v else "pending",
-                            "reply": reply_of(v),
-                            "total": v.get("total") if v else None,
-                            "score": v.get("score") if v and v["status"] == "ok" else None,
-                            "clamped": v.get("clamped") if v else None,
-                            "error": v.get("error") if v else None}
-                           for (role, judge), v in zip(roles, verdicts)] if status == Status.OK else [],
+                "judges": first["judges"],
+                **(repeats.repeated_row(answers) if self.repeats > 1 else {}),
             })
         complete = pending_generation == 0 and pending_judges == 0
         body: dict[str, Any] = {"complete": complete, "n_tasks": len(self.tasks), "tasks": rows}
@@ -358,6 +375,8 @@ class WildTraceProtocol(BaseBenchmark):
             "status_counts": dict(Counter(r["status"] for r in rows)),
             "resumable": {"generation": pending_generation, "judge_calls": pending_judges},
         }
+        if self.repeats > 1:
+            body["repeats"] = repeats.repeats_block(rows, self.repeats, self.results(body).values, body)
         if self.imported is not None:
             body["responses_report"] = self.imported.report(rows)
         body["tasks"] = body.pop("tasks")   # the rows last, after the numbers
@@ -366,12 +385,15 @@ class WildTraceProtocol(BaseBenchmark):
     @classmethod
     def results(cls, scores: Mapping[str, Any]) -> ItemResults:
         rows = scores["tasks"]
+        k = (scores.get("repeats") or {}).get("k") or max([len(r.get("repeats") or ()) for r in rows] + [1])
         return ItemResults(
             ids=tuple(r["task_id"] for r in rows),
-            values=[[r["score"] if r["status"] == Status.OK and r["score"] is not None else NAN for r in rows]],
+            values=repeats.repeat_values(rows, k, NAN) if k > 1 else
+            [[r["score"] if r["status"] == Status.OK and r["score"] is not None else NAN for r in rows]],
             scores={r["task_id"]: r["score"] for r in rows},
             statuses={r["task_id"]: r["status"] for r in rows},
             attempted={r["task_id"]: r["status"] not in (Status.OUT_OF_CONTEXT, Status.MISSING) for r in rows},
-            judges={r["task_id"]: {f"{j['judge']} {j['model']}": j["score"] for j in r["judges"]
-                                   if j["score"] is not None} for r in rows},
+            judges={r["task_id"]: repeats.judge_means(r) if k > 1 else
+                    {f"{j['judge']} {j['model']}": j["score"] for j in r["judges"] if j["score"] is not None}
+                    for r in rows},
             clusters={r["task_id"]: r["corpus_file"] for r in rows if r.get("corpus_file")})

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
 
 from evalnb.execution.batch import limits, wait_interval
 from evalnb.execution.batch.backends import Backend, Outcome, backend_for, epoch, lost, management_error
@@ -39,7 +38,7 @@ from evalnb.execution.batch.journal import CALLS_DIR, Entry, Journal
 from evalnb.core.run_config import EndpointConfig
 from evalnb.core.manifest import utc_now
 from evalnb.providers import BATCH_PROVIDERS, make_provider
-from evalnb.core.progress import progress_bar
+from evalnb.core.progress import StageProgress
 from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
 from evalnb.providers.streaming import finish_batch
 from evalnb.core.records import JsonlStore
@@ -141,7 +140,7 @@ class StageBatches:
         statuses: Counter[str] = Counter()
         sent: Counter[str] = Counter()   # batches each call went into during this process
         interval = wait_interval()
-        bar: tqdm | None = None
+        bar: StageProgress | None = None
         try:
             while True:
                 for entry in self.journal.in_flight(self.stage):
@@ -151,7 +150,8 @@ class StageBatches:
                 again_live = await self.submit_pending(store, done, policy, sent, statuses)
                 if again_live:
                     statuses += await run_calls(again_live, pool, store, policy, is_done=done,
-                                                desc=f"{self.stage} (live)", concurrency=concurrency)
+                                                desc=f"{self.stage} (live)", concurrency=concurrency,
+                                                stage=self.stage)
                 flight = self.journal.in_flight(self.stage)
                 if not flight or interval is None:
                     break
@@ -165,13 +165,14 @@ class StageBatches:
                 await client.aclose()
         return statuses
 
-    def progress(self, bar: tqdm | None, flight: list[Entry], interval: float) -> tqdm:
+    def progress(self, bar: StageProgress | None, flight: list[Entry], interval: float) -> StageProgress:
         waiting = sum(e["calls"] for e in flight)
         if bar is None:
-            bar = progress_bar(total=waiting, desc=f"{self.stage}: batches", unit="call", mininterval=0.1)
-        bar.total = max(bar.total or 0, bar.n + waiting)
-        bar.n = bar.total - waiting
-        bar.set_postfix_str(f"{len(flight)} batch(es) running, next poll in {interval:g}s", refresh=True)
+            bar = StageProgress(self.stage, total=waiting, pending=waiting, desc=f"{self.stage}: batches",
+                                unit="call", mininterval=0.1)
+        total = max(bar.bar.total or 0, bar.bar.n + waiting)
+        bar.set_done(total - waiting, total, f"{len(flight)} batch{'es' if len(flight) != 1 else ''} in flight "
+                                             f"({waiting:,} calls), next poll in {interval:g}s")
         return bar
 
     async def advance(self, entry: Entry, store: JsonlStore, done: Any) -> Counter[str]:

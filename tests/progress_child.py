@@ -1,0 +1,32 @@
+"""A stage's calls against the fake server with the command's live progress on this process's
+stderr (a pseudo-terminal or a pipe, as the test attaches it): the runner, the progress
+channel and the view, as ``evalnb run`` chains them, without the kernel in between.
+
+``python -m tests.progress_child RUN_DIR``: WildTrace's generation stage on the sample data,
+the contestant paced to 6 requests a second (so calls wait for their quota window) and its
+first reply a 500 (so one call is retried)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from evalnb.app.live import live_progress
+from evalnb.stages.pipeline import generate, open_run
+from tests.conftest import deterministic_responder, openai_params
+from tests.fakeserver import Error, FakeLLMServer
+
+
+def main(run_dir: Path) -> None:
+    with FakeLLMServer() as server:
+        server.responder = deterministic_responder
+        server.queue(Error(500))
+        params = openai_params(run_dir.parent, server.url, output_dir=str(run_dir))
+        params["model"]["rate_limit"] = {"requests_per_minute": 6, "window_seconds": 1}
+        with live_progress():
+            generate(open_run(params))
+        print(f"SERVER-REQUESTS {server.count()}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
