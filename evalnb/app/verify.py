@@ -42,7 +42,8 @@ from evalnb.core.keyscan import scan_file
 from evalnb.core.records import read_json_if_exists
 from evalnb.stages.compare import open_compare
 from evalnb.stages.notebook_outputs import check_notebook, injected_config
-from evalnb.stages.pipeline import headline_table, judge_names, judge_status_table, status_table
+from evalnb.stages.headline import headline_table
+from evalnb.stages.pipeline import judge_names, judge_status_table, status_table
 from evalnb.stages.recompute import Recomputed, Unchecked, rebuild
 from evalnb.stages.render import provenance, render_notebook
 

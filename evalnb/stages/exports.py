@@ -41,7 +41,7 @@ class PaperTable:
 def run_tables(folder: Path, scores: dict[str, Any]) -> list[PaperTable]:
     from evalnb.benchmarks import benchmark_for
     from evalnb.stages.agreement import agreement_layout, pairwise
-    from evalnb.stages.pipeline import headline_table
+    from evalnb.stages.headline import headline_table
 
     headline = headline_table(scores)
     name = scores.get("run_name", folder.name)

@@ -40,6 +40,7 @@ from evalnb.execution.batch.views import stage_manifest
 from evalnb.execution.runner import run_blocking
 from evalnb.core.progress import say
 from evalnb.stages.stage_outcome import outcome_line
+from evalnb.stages.headline import headline_table, metric_rows   # here too: the stages return it
 from evalnb.execution.budget import Budget
 from evalnb.execution.budget_views import budget_summary
 from evalnb.core.latency import latency_summary
@@ -386,23 +387,3 @@ def write_evidence(run: Run, stores: Mapping[str, Mapping[str, Record]], scores:
     model = contestant_label(bench, run.config.model.provider, run.config.model.name, run.config.options)
     evidence.write_evidence(run.dir, evidence.run_meta(scores, metric_rows(scores), bench.STATUSES, bench.ITEM_NOUN,
                                                        item_plural(bench), model), items)
-
-
-def metric_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The declared metrics of a scores.json, headline metrics first."""
-    metrics = scores.get("metrics") or {}
-    rows = [{"metric": name, "label": m["label"], "headline": m["headline"], "value": m["value"],
-             "ci_low": (m.get("ci") or {}).get("low"), "ci_high": (m.get("ci") or {}).get("high"),
-             "n": m["n"] if m.get("n") is not None else (m.get("ci") or {}).get("n")}
-            for name, m in metrics.items()]
-    return sorted(rows, key=lambda r: not r["headline"])
-
-
-def headline_table(scores: Mapping[str, Any]) -> pd.DataFrame:
-    """Every metric the benchmark declares, headline metrics first, each with its interval."""
-    import pandas as pd
-
-    from evalnb.core.tables import HEADLINE_LAYOUT, readable
-
-    columns = ["metric", "label", "headline", "value", "ci_low", "ci_high", "n"]
-    return readable(pd.DataFrame(metric_rows(scores), columns=columns).set_index("metric"), HEADLINE_LAYOUT)

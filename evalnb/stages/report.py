@@ -19,7 +19,8 @@ import pandas as pd
 from evalnb.stages.accounting import usage_rows
 from evalnb.benchmarks import Benchmark
 from evalnb.stages.evidence import TasksView, TitledTables, tasks_view
-from evalnb.stages.pipeline import Run, headline_table
+from evalnb.stages.headline import headline_table
+from evalnb.stages.pipeline import Run
 from evalnb.core.records import read_json_if_exists
 from evalnb.benchmarks.base import contestant_label
 from evalnb.core.tables import Layout, readable
