@@ -23,6 +23,11 @@ _EXPORTS = {
                      "save_compare"), "evalnb.stages.compare"),
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
                      "benchmark_compare_figure"), "evalnb.stages.agreement"),
+    **dict.fromkeys(("judge_retest", "judge_retest_table", "run_reliability", "run_length_bias"),
+                    "evalnb.stages.judge_study"),
+    **dict.fromkeys(("panel_reliability", "leave_one_judge_out"), "evalnb.stages.judge_panel"),
+    **dict.fromkeys(("self_preference", "length_bias"), "evalnb.stages.judge_bias"),
+    "panel_change": "evalnb.stages.panel_change",
     **dict.fromkeys(("standard_errors", "pairwise"), "evalnb.stages.statistics"),
     "plan": "evalnb.stages.planning",
     "show": "evalnb.stages.evidence",
@@ -35,7 +40,8 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
            "paired_differences", "repeats_table", "save_compare", "judge_means", "judge_agreement",
            "disagreements", "benchmark_analysis", "benchmark_compare_figure", "show",
            "batches_table", "about", "latency_table", "reasoning_table", "standard_errors", "pairwise",
-           "plan"]   # the keys of _EXPORTS
+           "plan", "run_reliability", "run_length_bias", "judge_retest", "judge_retest_table", "panel_reliability",
+           "leave_one_judge_out", "self_preference", "length_bias", "panel_change"]   # the keys of _EXPORTS
 
 if TYPE_CHECKING:
     from evalnb.execution.batch.views import batches_table
@@ -45,6 +51,10 @@ if TYPE_CHECKING:
                                 repeats_table, save_compare)
     from evalnb.stages.pipeline import Run, aggregate, generate, judge, open_run
     from evalnb.stages.evidence import show
+    from evalnb.stages.judge_bias import length_bias, self_preference
+    from evalnb.stages.panel_change import panel_change
+    from evalnb.stages.judge_panel import leave_one_judge_out, panel_reliability
+    from evalnb.stages.judge_study import judge_retest, judge_retest_table, run_length_bias, run_reliability
     from evalnb.stages.planning import plan
     from evalnb.stages.provenance import about
     from evalnb.stages.statistics import pairwise, standard_errors

@@ -34,7 +34,7 @@ RESEND = ("batch", "live")
 BATCH_OPTION_KEYS = frozenset({"resend", "max_requests", "max_bytes", "inline_max_bytes"})
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
-               "model", "judges", "retry", "prices", "budget", "subset")
+               "model", "judges", "retry", "prices", "budget", "subset", "judge_retest")
 PATH_KEYS = ("output_dir", "data", "corpus")
 PRICE_KEYS = frozenset({"input", "output", "batch_input", "batch_output"})
 RATE_LIMIT_KEYS = frozenset({"requests_per_minute", "input_tokens_per_minute",
@@ -228,7 +228,7 @@ def _check_types(e: EndpointConfig, role: str) -> None:
             isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in e.rate_limit.values())):
         raise bad("rate_limit", "a mapping of positive numbers with keys among "
                   + ", ".join(sorted(RATE_LIMIT_KEYS)))
-    for key in ("base_url", "api_key_env", "api_version"):
+    for key in ("base_url", "api_key_env", "api_version", "family"):
         if getattr(e, key) is not None and not isinstance(getattr(e, key), str):
             raise bad(key, "a string")
     if e.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", e.api_key_env):
@@ -293,6 +293,23 @@ def check_budget(raw: Any, source: str) -> dict[str, Any] | None:
         budget["suite"] = {"name": str(suite["name"]), "ledger": str(suite["ledger"]),
                            "max_cost_usd": usd(suite["max_cost_usd"], "budget.suite.max_cost_usd")}
     return budget
+
+
+def check_judge_retest(raw: Any, source: str, judges: int) -> dict[str, int] | None:
+    """``judge_retest: {sample: M, repeats: K, seed: S}`` (evalnb.stages.judge_retest): M answers
+    judged K more times by every judge; seed 0 unless given."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or not {"sample", "repeats"} <= set(raw) <= {"sample", "repeats", "seed"}:
+        raise ConfigError(f"{source}: judge_retest: expected {{sample: M, repeats: K}} (seed optional), got {raw!r}")
+    for key in ("sample", "repeats", "seed"):
+        value = raw.get(key, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or (key != "seed" and value < 1):
+            raise ConfigError(f"{source}: judge_retest.{key}: expected a {'positive ' if key != 'seed' else ''}"
+                              f"integer, got {value!r}")
+    if not judges:
+        raise ConfigError(f"{source}: judge_retest: the run has no judges to retest")
+    return {"sample": raw["sample"], "repeats": raw["repeats"], "seed": raw.get("seed", 0)}
 
 
 def check_priced(config: RunConfig) -> None:

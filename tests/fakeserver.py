@@ -92,6 +92,9 @@ __all__ = [
     "StreamStall",
     "MalformedEvent",
     "FAULT_KINDS",
+    "ENDPOINT_ERROR_KINDS",
+    "endpoint_error",
+    "gemini_rate_limit",
     "CONTEXT_STYLES",
     "fault_reply",
     "request_identity",
@@ -134,11 +137,14 @@ class Error:
     """An HTTP error in the API's native error envelope.
 
     ``code`` is only used by the OpenAI shape (``error.code``); Anthropic and
-    Gemini derive their error type/status string from ``status``.
+    Gemini derive their error type/status string from ``status``, unless
+    ``error_type`` names it (OpenAI ``error.type``, Anthropic ``error.type``, Gemini
+    ``error.status``). ``details`` are Gemini's ``error.details`` entries.
     ``retry_after`` and ``retry_after_ms`` become the ``Retry-After`` and
     ``retry-after-ms`` headers (every API); ``retry_delay`` (seconds) is Gemini's
     hint, ``RetryInfo.retryDelay`` in ``error.details``, and only the Gemini shape
-    carries it.
+    carries it. :func:`endpoint_error` gives each API's real refusals of a key, a
+    model or an account.
     """
 
     status: int
@@ -147,6 +153,8 @@ class Error:
     retry_after: float | None = None
     retry_after_ms: float | None = None
     retry_delay: float | None = None
+    error_type: str | None = None
+    details: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -409,7 +417,7 @@ def _retry_headers(err: Error) -> dict[str, str]:
 def _openai_response(reply: Reply, model: str, n: int, prompt_tokens: int) -> _Response:
     headers = {"x-request-id": f"req_{n}"}
     if isinstance(reply, Error):
-        kind = "server_error" if reply.status >= 500 else "invalid_request_error"
+        kind = reply.error_type or ("server_error" if reply.status >= 500 else "invalid_request_error")
         body: dict[str, Any] = {
             "error": {"message": reply.message, "type": kind, "param": None, "code": reply.code}
         }
@@ -452,7 +460,7 @@ def _openai_response(reply: Reply, model: str, n: int, prompt_tokens: int) -> _R
 def _anthropic_response(reply: Reply, model: str, n: int, prompt_tokens: int) -> _Response:
     headers = {"request-id": f"req_{n}"}
     if isinstance(reply, Error):
-        kind = _ANTHROPIC_ERROR_TYPES.get(
+        kind = reply.error_type or _ANTHROPIC_ERROR_TYPES.get(
             reply.status, "api_error" if reply.status >= 500 else "invalid_request_error"
         )
         body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": reply.message}}
@@ -509,9 +517,12 @@ def _gemini_retry_details(delay: float) -> list[dict[str, Any]]:
 
 def _gemini_response(reply: Reply, model: str, n: int, prompt_tokens: int) -> _Response:
     if isinstance(reply, Error):
-        status = _GEMINI_ERROR_STATUSES.get(reply.status, "UNKNOWN")
+        status = reply.error_type or _GEMINI_ERROR_STATUSES.get(reply.status, "UNKNOWN")
         error: dict[str, Any] = {"code": reply.status, "message": reply.message, "status": status}
-        if reply.retry_delay is not None:
+        if reply.details is not None:   # its own details, and a RetryInfo after them if asked
+            retry = _gemini_retry_details(reply.retry_delay)[-1:] if reply.retry_delay is not None else []
+            error["details"] = list(reply.details) + retry
+        elif reply.retry_delay is not None:
             error["details"] = _gemini_retry_details(reply.retry_delay)
         return reply.status, _retry_headers(reply), {"error": error}
 
@@ -573,6 +584,83 @@ def _wrong_shape(api: str, model: str, n: int, prompt_tokens: int, null: bool) -
     if null:
         body[answer_field] = None
     return body
+
+
+# --------------------------------------------------------------------------
+# Endpoint refusals (reading 30): a key, a model, an account
+# --------------------------------------------------------------------------
+
+ENDPOINT_ERROR_KINDS = ("401", "403", "404", "402", "quota")
+
+
+def _google_info(reason: str) -> dict[str, Any]:
+    return {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "googleapis.com",
+            "metadata": {"service": "generativelanguage.googleapis.com"}}
+
+
+def _google_quota(quota_id: str, value: str) -> dict[str, Any]:
+    return {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+        {"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+         "quotaId": quota_id, "quotaDimensions": {"location": "global", "model": "gemini-x"}, "quotaValue": value}]}
+
+
+_QUOTA_MESSAGE = ("You exceeded your current quota, please check your plan and billing details. For more "
+                  "information on this error, read the docs.")
+
+# kind -> api -> the reply as that API sends it (messages and codes as the real services word them).
+_ENDPOINT_ERRORS: dict[str, dict[str, Error]] = {
+    "401": {
+        "openai": Error(401, "Incorrect API key provided: sk-wr***ng. You can find your API key in your account "
+                             "settings.", code="invalid_api_key"),
+        "anthropic": Error(401, "invalid x-api-key"),
+        # Gemini says a wrong key with a 400, not a 401: ErrorInfo reason API_KEY_INVALID.
+        "gemini": Error(400, "API key not valid. Please pass a valid API key.",
+                        details=[_google_info("API_KEY_INVALID")]),
+    },
+    "403": {
+        "openai": Error(403, "Country, region, or territory not supported", code="unsupported_country_region_territory",
+                        error_type="request_forbidden"),
+        "anthropic": Error(403, "Your API key does not have permission to use the specified resource."),
+        "gemini": Error(403, "Generative Language API has not been used in project 0 before or it is disabled.",
+                        details=[_google_info("SERVICE_DISABLED")]),
+    },
+    "404": {
+        "openai": Error(404, "The model `contestant-x` does not exist or you do not have access to it.",
+                        code="model_not_found"),
+        "anthropic": Error(404, "model: contestant-x"),
+        "gemini": Error(404, "models/contestant-x is not found for API version v1beta, or is not supported for "
+                             "generateContent. Call ListModels to see the list of available models."),
+    },
+    "402": {   # OpenAI sends no 402; a gateway in front of it does (OpenRouter: "Insufficient credits")
+        "openai": Error(402, "Insufficient credits. Add more using https://example.invalid/credits"),
+        "anthropic": Error(402, "There is an issue with your account's billing."),
+        "gemini": Error(400, "Billing has been disabled for this project.", error_type="FAILED_PRECONDITION",
+                        details=[_google_info("BILLING_DISABLED")]),
+    },
+    "quota": {
+        "openai": Error(429, _QUOTA_MESSAGE, code="insufficient_quota", error_type="insufficient_quota"),
+        "anthropic": Error(400, "Your credit balance is too low to access the Anthropic API. Please go to Plans & "
+                                "Billing to upgrade or purchase credits."),
+        # A daily free-tier quota used up: it refills tomorrow, not within the run.
+        "gemini": Error(429, _QUOTA_MESSAGE, retry_delay=20.0,
+                        details=[_google_quota("GenerateRequestsPerDayPerProjectPerModel-FreeTier", "250")]),
+    },
+}
+
+
+def endpoint_error(kind: str, api: str) -> Error:
+    """The reply with which ``api`` refuses a request for reasons of its own: ``401`` a key it
+    rejects, ``403`` a permission it withholds, ``404`` a model it does not have, ``402`` a billing
+    problem, ``quota`` an exhausted account (OpenAI's ``insufficient_quota``, Anthropic's credit
+    balance, Gemini's daily quota). A route it does not have is any unknown path (404)."""
+    return dataclasses.replace(_ENDPOINT_ERRORS[kind][api])
+
+
+def gemini_rate_limit() -> Error:
+    """Gemini's per-minute limit: the same RESOURCE_EXHAUSTED and wording as its daily quota, but a
+    quota that refills within a minute (a rate limit, not an endpoint failure)."""
+    return Error(429, _QUOTA_MESSAGE, retry_delay=0.01,
+                 details=[_google_quota("GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "10")])
 
 
 # Values of FakeLLMServer.context_style: which wording a too-long prompt gets.
@@ -839,6 +927,10 @@ class FakeLLMServer:
         # Play a gateway in front: a non-streamed request that sent nothing for this many
         # seconds gets a 504 page; a stream silent for this long is dropped.
         self.gateway_timeout: float | None = None
+        # Play a proxy that does not route some paths (e.g. ``:streamGenerateContent``): a request
+        # whose path this matches gets the proxy's 404 page; ``unrouted_count`` counts them.
+        self.unrouted: re.Pattern[str] | None = None
+        self.unrouted_count = 0
 
         self._lock = threading.Lock()
         self._queues: dict[str | None, collections.deque[Reply]] = {}
@@ -1058,6 +1150,11 @@ class FakeLLMServer:
         path = unquote(http_req.target.split("?", 1)[0])
         if path == "/_stats" and http_req.method == "GET":
             return _json_wire(200, self.stats())
+        if self.unrouted is not None and self.unrouted.search(http_req.target):
+            with self._lock:
+                self.unrouted_count += 1
+            page = f"<html><body><h1>404 Not Found</h1><p>Cannot {http_req.method} {path}</p></body></html>"
+            return _Wire(404, {}, page.encode(), content_type="text/html; charset=utf-8")
         for route in self.routes:
             routed = route(http_req, path)
             if routed is not None:

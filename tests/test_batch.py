@@ -387,7 +387,8 @@ def scripted(failures: dict[str, Any]) -> Any:
 
 REPLY_KINDS = {"wt-sample-01": Refusal(), "wt-sample-02": Empty(), "wt-sample-03": Text(" \n"),
                "wt-sample-04": Error(400, "the request is invalid"), "wt-sample-05": Text("cut short", finish="length"),
-               "wt-sample-06": Error(404, "no such model")}
+               # (a 404 is the endpoint's, not the item's: reading 30, tests/test_endpoint_failures.py)
+               "wt-sample-06": Error(400, "Unsupported parameter: 'stop'")}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

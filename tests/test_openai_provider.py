@@ -103,7 +103,8 @@ def test_statuses_and_attempts(server: FakeLLMServer, tmp_path: Path) -> None:
         "wt-sample-04": [Error(500, "boom")] * 6 + [Text("never reached")],
         "wt-sample-05": [Error(503), Error(429, retry_after=0.05), Text("fine at last")],
         "wt-sample-06": [Text("   \n")],
-        "wt-sample-07": [Error(429, "quota", code="insufficient_quota")],
+        # (insufficient_quota is the endpoint's, not the item's: reading 30, tests/test_endpoint_failures.py)
+        "wt-sample-07": [Error(413, "request too large")],
     })
     run = run_stages(openai_params(tmp_path, server.url), "generate")
     records = {r["task_id"]: r for r in json.loads(run.path("responses.json").read_text())["records"]}

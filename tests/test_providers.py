@@ -128,11 +128,14 @@ def test_timeouts_are_transient(server: FakeLLMServer, sdk: str) -> None:
 
 
 @pytest.mark.parametrize("sdk", SDKS)
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
-def test_client_errors_are_permanent_and_not_retried(server: FakeLLMServer, sdk: str, status: int) -> None:
+@pytest.mark.parametrize(("status", "kind"), [(400, "permanent"), (401, "endpoint"), (403, "endpoint"),
+                                              (404, "endpoint"), (422, "permanent")])
+def test_client_errors_are_permanent_and_not_retried(server: FakeLLMServer, sdk: str, status: int, kind: str) -> None:
+    """The item's own 4xx is permanent; the endpoint's refusal of its own is apart (reading 30,
+    tests/test_endpoint_failures.py); neither is retried."""
     server.queue(Error(status, "no"))
     result = outcome(endpoint(sdk, server), ChatRequest("q", 10))
-    assert result.error.kind == "permanent" and result.error.status_code == status
+    assert result.error.kind == kind and result.error.status_code == status
     assert result.attempts == 1 == server.count()
 
 
@@ -229,7 +232,7 @@ def test_command_empty_output_is_empty(tmp_path: Path) -> None:
 def test_a_key_echoed_in_an_error_is_redacted(server: FakeLLMServer, sdk: str) -> None:
     server.queue(Error(401, "Incorrect API key provided: sk-" + "live-abcdefghijklmnopqrstuvwxyz0123"))
     error = outcome(endpoint(sdk, server), ChatRequest("q", 10)).error
-    assert error.kind == "permanent" and "[redacted]" in error.message and "sk-live" not in error.message
+    assert error.kind == "endpoint" and "[redacted]" in error.message and "sk-live" not in error.message
 
 
 def test_every_sdk_client_shares_one_verifying_tls_context(tmp_path: Path) -> None:

@@ -30,6 +30,8 @@ def compare_command(runs: Sequence[Path], out: Path | None, params: Path | None,
     config: dict[str, Any] = read_params_file(params) if params else {}
     base = params.parent if params else Path.cwd()
     config["runs"] = [str((base / r).resolve()) for r in config.get("runs", [])] + [str(r.resolve()) for r in runs]
+    if config.get("panels"):   # a file's panels, relative to it (--panels: made absolute already)
+        config["panels"] = [[str((base / r).resolve()) for r in side] for side in config["panels"]]
     config["out"] = str((out or base / (config.get("out") or DEFAULT_OUT)).resolve())
     config |= {k: v for k, v in options.items() if v is not None}
     cmp = open_compare(**config)   # refuses before anything is written

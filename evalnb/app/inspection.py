@@ -17,7 +17,9 @@ from evalnb.app.suite_estimate import estimate_suite
 from evalnb.core.records import write_json
 from evalnb.execution.batch import price_note
 from evalnb.stages.accounting import estimate, minimum_run_minutes
-from evalnb.stages.evidence import show
+from evalnb.core.errors import ConfigError
+from evalnb.stages.evidence import calls_text, show
+from evalnb.stages.failure_summary import item_calls
 from evalnb.stages.pipeline import check_keys, load_config, make_benchmark
 from evalnb.stages.probe import caps_entry, probe_record, probe_window
 
@@ -43,6 +45,9 @@ def estimate_command(params: Path, sets: Sequence[str], wide: bool = False) -> i
     if not wide:
         _note(wide, "cost (max): input at its estimate and every output budget used, at the live price; "
               "--wide for every column (batch prices, rate-limit minutes, measured latency).")
+    if config.judge_retest:
+        _note(wide, "judge_retest: the retest study's calls (sample x repeats per judge call of a sampled answer), made "
+              "once the protocol is complete; before the run, drawn as if every in-scope answer were judged.")
     if wide and any(r["measured_calls"] for r in rows):
         _note(wide, "Measured: measured_median_s from this run's finished calls; est_minutes_measured at that median "
               "with the endpoint's concurrency; est_output_tokens_measured at their mean output.")
@@ -78,6 +83,13 @@ def probe_command(params: Path, sets: Sequence[str], max_calls: int, max_tokens:
 
 
 def show_command(run_dir: Path, item_id: str) -> int:
-    """One item's evidence (what its benchmark declares), read from the run's evidence.json."""
-    sys.stdout.write(str(show(run_dir, item_id)))
+    """One item's evidence (what its benchmark declares), read from the run's evidence.json,
+    then its calls: each stored line's status, attempts and error (evalnb.stages.failure_summary)."""
+    try:
+        sys.stdout.write(str(show(run_dir, item_id)))
+    except ConfigError:   # before the aggregate stage: its calls alone, if it has any
+        if not (calls := item_calls(run_dir, item_id)):
+            raise
+        sys.stdout.write(f"{item_id}: no evidence yet (the aggregate stage has not run on its calls)\n"
+                         + calls_text(calls))
     return EXIT_OK

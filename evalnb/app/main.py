@@ -2,8 +2,9 @@
 
 The arguments are described in :mod:`evalnb.app.parser`; what a command prints follows
 :mod:`evalnb.app.output`. Exit status: 0 complete; 2 something resumable remains (a transient
-generation failure, a judge failure); 1 a usage, configuration or data error, or a stage that
-failed; 130 interrupted (Ctrl-C). papermill cannot exit 2 by itself, so the aggregate stage
+generation failure, a judge failure); 1 a usage, configuration or data error, an endpoint that refused
+for reasons of its own (a wrong key, model or route, an exhausted account: reading 30), or a
+stage that failed; 130 interrupted (Ctrl-C). papermill cannot exit 2 by itself, so the aggregate stage
 writes ``status.json`` and this command reads it.
 """
 
@@ -13,6 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from evalnb.app import EXIT_ERROR
@@ -108,7 +110,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             if args.command == "compare":
                 return compare.compare_command(args.runs, args.out, args.params,
                                                {"n_boot": args.n_boot, "seed": args.seed,
-                                                "threshold": args.threshold})
+                                                "threshold": args.threshold, "max_failed": args.max_failed,
+                                                "panels": [[str(Path(r).resolve()) for r in side.split(",") if r]
+                                                           for side in args.panels] if args.panels else None})
             return compare.render_command(args.folder, args.no_input)
         if args.command == "export":
             from evalnb.app.compare import export_command

@@ -168,6 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bootstrap resamples for the intervals and paired differences (default 10000)")
     p.add_argument("--seed", type=int, metavar="N", help="the bootstrap's random seed (default 0)")
     p.add_argument("--threshold", type=float, metavar="X", help="judges disagree above this difference (0.2)")
+    p.add_argument("--max-failed", type=float, dest="max_failed", metavar="SHARE",
+                   help="refuse a run more than this share of whose items failed (default 0.5; a run whose "
+                        "items all failed is always refused)")
+    p.add_argument("--panels", nargs=2, metavar="RUN,RUN,...",
+                   help="panel change: the same contestants scored by two panels, each a comma-separated "
+                        "list of runs (the first is the leaderboard; the second is shown beside it only)")
     _json(p, "the ranking")
 
     p = _sub(sub, "status", "what a run, suite or compare directory holds, read from disk only",

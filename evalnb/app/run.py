@@ -18,9 +18,10 @@ from typing import Any
 
 from evalnb.app import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, output
 from evalnb.app.live import LiveView, live_progress
-from evalnb.app.status import interrupted_text, resumable_text, stage_end_lines
+from evalnb.app.status import interrupted_text, stage_end_lines
 from evalnb.app.kernels import also_import, execute_stage, start_run_kernel, stop_kernel
 from evalnb.app.notebooks import _yield_cpu, failure_cause, notebook_for, redact_notebook, render_html
+from evalnb.core.errors import EndpointFailure
 from evalnb.core.lock import TOKEN_ENV
 from evalnb.core.jsondiff import short
 from evalnb.core.manifest import add_rerun, update_manifest
@@ -31,6 +32,7 @@ from evalnb.execution.batch.journal import JOURNAL_NAME
 from evalnb.execution.batch.views import waiting_line
 from evalnb.execution.budget_views import refusal_line
 from evalnb.providers import modules_for
+from evalnb.stages.failure_summary import incomplete_line
 
 
 def execute_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str],
@@ -117,8 +119,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
         if waiting:
             print(f"evalnb: {waiting}", file=sys.stderr)
         else:
-            print(f"evalnb: resumable work remains ({resumable_text(status.get('resumable'))}); run the same "
-                  "command again to resume", file=sys.stderr)
+            print(f"evalnb: {incomplete_line(run.dir)}", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_ERROR
 
@@ -166,6 +167,9 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any, view: LiveView | None
             except PapermillExecutionError as e:
                 redact_notebook(record)
                 render_html(record)
+                if e.ename == EndpointFailure.__name__:   # reading 30: its own one line, no "stage failed"
+                    print(f"evalnb: {redact(' '.join(str(e.evalue).split()))}", file=sys.stderr)
+                    return True
                 print(f"evalnb: {stage} stage failed: {failure_cause(record, e)} (record: {record})",
                       file=sys.stderr)
                 return True

@@ -142,9 +142,15 @@ def _failed_stage(run_dir: Path) -> tuple[str, str] | None:
 
 
 def failure_summary_lines(run_dir: Path, stage: str | None) -> list[str]:
-    """The failures by cause, per endpoint, of a stage (or of every stage): where the failure
-    summary of issue 25 draws its lines, in `evalnb status` and at a stage's end. None yet."""
-    return []
+    """The failures by cause, per endpoint, of a stage (or of every stage), each cause counted
+    with one example message (evalnb.stages.failure_summary): in `evalnb status` and at a
+    stage's end. None when nothing failed."""
+    from evalnb.stages.failure_summary import CALL_STAGES, failure_summary, summary_lines
+    summary = failure_summary(run_dir, [stage] if stage else CALL_STAGES)
+    if not summary:
+        return []
+    where = f"{stage}: failures" if stage else "failures (latest record of each call, by stage and endpoint)"
+    return [f"{where}:", *summary_lines(summary)]
 
 
 def stage_end_lines(run_dir: Path, stage: str) -> list[str]:

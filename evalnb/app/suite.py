@@ -46,6 +46,7 @@ from evalnb.core.progress_channel import PROGRESS_ENV
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.execution.budget import open_shared_ledger
 from evalnb.execution.budget_views import ledger_totals, refusals_since
+from evalnb.stages.failure_summary import run_did_not_run
 
 EXIT_OK, EXIT_ERROR, EXIT_INCOMPLETE = 0, 1, 2
 LOGS_DIR = "logs"
@@ -215,6 +216,11 @@ def write_leaderboard(suite: Suite, rows: Mapping[str, Mapping[str, Any]]) -> di
     """The compare notebook over the complete runs: final, provisional, or none."""
     complete = [c for c in suite.contestants if rows[c.name]["state"] == "complete"]
     missing = [f"{c.name} ({rows[c.name]['state']})" for c in suite.contestants if rows[c.name]["state"] != "complete"]
+    for contestant, why in [(c, run_did_not_run(c.dir)) for c in complete]:   # left off, listed as such
+        if why:
+            complete.remove(contestant)
+            missing.append(f"{contestant.name} (did not run: {why})")
+            print(f"evalnb suite: {why}", file=sys.stderr)
     out = suite.dir / LEADERBOARD_DIR
     shutil.rmtree(out, ignore_errors=True)   # derived from the runs: an older board would mislead
     if not complete:

@@ -41,6 +41,7 @@ from evalnb.core.jsondiff import difference_lines
 from evalnb.core.keyscan import scan_file
 from evalnb.core.records import read_json_if_exists
 from evalnb.stages.compare import open_compare
+from evalnb.stages import judge_retest
 from evalnb.stages.notebook_outputs import check_notebook, injected_config
 from evalnb.stages.headline import headline_table
 from evalnb.stages.pipeline import judge_names, judge_status_table, status_table
@@ -50,9 +51,11 @@ from evalnb.stages.render import provenance, render_notebook
 EXIT_OK, EXIT_DIFFERS, EXIT_UNCHECKED = 0, 1, 2
 RUN_NOTEBOOKS = ("01_generate.ipynb", "02_judge.ipynb", "03_aggregate.ipynb", "04_report.ipynb")
 REPORT_CALLS = ("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
-                "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "batches_table", "standard_errors")
+                "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "batches_table", "standard_errors",
+                "run_reliability", "run_length_bias", "judge_retest_table")
 COMPARE_CALLS = ("leaderboard", "leaderboard_figure", "paired_differences", "pairwise", "judge_means",
-                 "judge_agreement", "disagreements", "benchmark_analysis", "benchmark_compare_figure", "repeats_table",
+                 "judge_agreement", "disagreements", "panel_reliability", "leave_one_judge_out", "self_preference",
+                 "length_bias", "panel_change", "benchmark_analysis", "benchmark_compare_figure", "repeats_table",
                  "save_compare")
 
 
@@ -119,6 +122,8 @@ def run_calls(done: Recomputed) -> dict[str, Callable[[], Any]]:
         "run.summary": done.run.summary,
         "evalnb.generate": functools.partial(status_table, done.shadow),
         "evalnb.judge": lambda: judge_status_table(done.stores["judge"].values(), judge_names(done.shadow)),
+        "evalnb.judge_retest": lambda: judge_status_table(judge_retest.store_records(done.run_dir).values(),
+                                                          judge_names(done.shadow)),
         "evalnb.aggregate": functools.partial(headline_table, done.scores)}
     calls |= {f"evalnb.{name}": functools.partial(getattr(evalnb, name), done.shadow) for name in REPORT_CALLS}
     return calls
@@ -159,7 +164,7 @@ def verify_compare(folder: Path, label: str, sets: Sequence[str]) -> list[str]:
     if recorded is None or not notebook.exists():
         return [f"{label}/{'compare.json' if recorded is None else notebook.name}: missing"] + key_lines(folder, label)
     lines: list[str] = []
-    for entry in recorded["runs"]:
+    for entry in recorded["runs"] + recorded.get("panel_b", []):   # panel_b: compare --panels' second panel
         run_dir = Path(entry["dir"])
         fingerprint = read_json_if_exists(run_dir / "fingerprint.json") if run_dir.is_dir() else None
         if fingerprint is None:

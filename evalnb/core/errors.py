@@ -33,3 +33,9 @@ class DataError(EvalnbError):
 
 class FingerprintMismatch(EvalnbError):
     """Resuming into a run whose scores would not be comparable with this one."""
+
+
+class EndpointFailure(EvalnbError):
+    """An endpoint refused a stage's calls for reasons of its own (reading 30): its calls were
+    stopped, its items stay unanswered and nothing was scored. The message is the one line
+    the command ends with (exit status 1)."""

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from evalnb.core.errors import DataError
 from evalnb.core.redaction import redact_values
+from evalnb.core.types import FAILED_ENDPOINT
 
 
 def write_json(path: Path, value: Any, *, indent: int | None = 2) -> None:
@@ -89,7 +90,10 @@ class JsonlStore:
         self.path = path
         self._file: TextIO | None = None
 
-    def load(self) -> dict[str, dict[str, Any]]:
+    def load(self, *, endpoint_failures: bool = False) -> dict[str, dict[str, Any]]:
+        """The latest record of each key. A line of an endpoint failure (reading 30,
+        ``FAILED_ENDPOINT``) is the endpoint's, not its item's: it is left out (the item is
+        pending, and resumes), unless ``endpoint_failures`` asks for every line's say."""
         if not self.path.exists():
             return {}
         self._heal()
@@ -101,7 +105,8 @@ class JsonlStore:
             if record is None:
                 raise DataError(str(self.path), "corrupt record (not a JSON object with a key)",
                                 line=number)
-            records[record["key"]] = record
+            if endpoint_failures or record.get("status") != FAILED_ENDPOINT:
+                records[record["key"]] = record
         return records
 
     def _heal(self) -> None:

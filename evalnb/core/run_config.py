@@ -52,6 +52,7 @@ class EndpointConfig:
     stream_idle_timeout: float = 120.0   # streamed: seconds of silence between events that end an attempt
     max_call_seconds: float = 3600.0   # streamed: seconds one attempt may take in all
     strip_think: bool = False          # reading 26: drop a leading <think>...</think> from the response
+    family: str | None = None          # free text (anthropic, qwen ...): for the judges' self-preference; no call changes, not fingerprinted
     role: str = "model"                # where it sits in the parameters, for messages
 
 
@@ -71,6 +72,7 @@ class RunConfig:
     source: str = "parameters"   # the parameters file, for messages (not a parameter itself)
     budget: dict[str, Any] | None = None   # the spending ceiling (evalnb.execution.budget); not fingerprinted
     subset: dict[str, Any] | None = None   # part of the data only (evalnb.core.subset); fingerprinted
+    judge_retest: dict[str, int] | None = None   # {sample, repeats, seed}: evalnb.stages.judge_retest; not fingerprinted
 
     def error(self, key: str, problem: str) -> ConfigError:
         """A configuration error naming the parameters file and the key."""
@@ -96,7 +98,8 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         """Fully resolved and secret-free: what papermill injects and scores.json records."""
         def endpoint(e: EndpointConfig) -> dict[str, Any]:
-            return {k: v for k, v in asdict(e).items() if k != "role"}
+            # family only where given, so a run that sets none keeps the config.json it had
+            return {k: v for k, v in asdict(e).items() if k != "role" and not (k == "family" and v is None)}
         return {
             "benchmark": self.benchmark, "run_name": self.run_name,
             "output_dir": str(self.output_dir), "data": str(self.data),
@@ -105,5 +108,6 @@ class RunConfig:
             "judges": [endpoint(j) for j in self.judges], "retry": asdict(self.retry),
             "prices": self.prices, **({"budget": self.budget} if self.budget else {}),
             **({"subset": self.subset} if self.subset else {}),
+            **({"judge_retest": self.judge_retest} if self.judge_retest else {}),
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in self.options.items()},
         }

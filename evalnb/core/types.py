@@ -21,7 +21,17 @@ if TYPE_CHECKING:
 # --- a request, its completion ----------------------------------------------------------------
 
 CompletionStatus = Literal["ok", "refused", "empty"]
-ErrorKind = Literal["transient", "permanent"]
+ErrorKind = Literal["transient", "permanent", "endpoint"]
+"""``transient``: retried, then resumable; ``permanent``: the item's own final failure (a
+context overflow, a bad request); ``endpoint``: the endpoint refused for reasons of its own
+(reading 30: authentication, permission, an unknown model or route, billing or quota), which
+says nothing about the item: its calls stop, the item stays unanswered."""
+
+FAILED_ENDPOINT = "failed_endpoint"
+"""The status of a call the endpoint refused for reasons of its own (reading 30). Such a line is
+kept in the stage's store (what was sent, the error, the attempts), but it never stands for
+its item: :meth:`evalnb.core.records.JsonlStore.load` leaves it out, so the item is pending,
+never scored, and the next pass calls it again."""
 
 
 @dataclass(frozen=True)

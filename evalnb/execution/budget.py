@@ -47,7 +47,7 @@ from evalnb.providers.retry import (NotSent, as_provider_error, failed_attempt_u
                                     usage_or_estimate)
 
 LEDGER_NAME = "spend.json"
-STORES = ("generate.jsonl", "judge.jsonl")
+STORES = ("generate.jsonl", "judge.jsonl", "judge_retest.jsonl")   # the last: evalnb.stages.judge_retest
 
 
 class CeilingReached(NotSent):

@@ -20,6 +20,8 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, TypeVar
 
+
+from evalnb.execution.endpoint_gate import EndpointGate, EndpointStopped
 from evalnb.providers.pacing import Pacer
 from evalnb.core.progress import StageProgress
 from evalnb.core.reasoning import reasoning_fields
@@ -111,9 +113,12 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
 
     At most ``concurrency`` calls are in flight at once across all providers, and at most
     each provider's own ``concurrency`` for that provider. ``stage``: the name the command's
-    terminal shows (default ``desc``).
+    terminal shows (default ``desc``). An endpoint's first endpoint failure (reading 30) stops
+    its calls (:mod:`evalnb.execution.endpoint_gate`); the calls it did not make stay without a
+    record.
     """
     stage = stage or desc
+    gates = {role: EndpointGate(provider, role) for role, provider in pool.items()}
     done = store.load()
     queues: dict[str, collections.deque[Call]] = collections.defaultdict(collections.deque)
     for call in calls:
@@ -127,14 +132,17 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
     not_sent: list[str] = []   # refused by the spending ceiling: the stage takes no new call
 
     async def worker(endpoint: str) -> None:
-        queue, provider = queues[endpoint], pool.get(endpoint)
+        queue, provider = queues[endpoint], gates.get(endpoint)
         while True:
             async with in_flight:
-                if not queue or not_sent:   # emptied by another worker meanwhile, or the ceiling reached
-                    return
+                if not queue or not_sent or (provider is not None and provider.stopped is not None):
+                    return   # emptied by another worker meanwhile, the ceiling reached, or the endpoint stopped
                 call = queue.popleft()
                 try:
                     record = await _run_one(call, provider, policy, rng, progress.backoff)
+                except EndpointStopped:   # its endpoint stopped meanwhile: no record, pending
+                    statuses["not_sent"] += 1
+                    return
                 except NotSent:   # stays resumable work: no record
                     not_sent.append(call.key)
                     statuses["not_sent"] += 1
@@ -146,13 +154,13 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
             progress.finished(record["status"])
 
     # A paced provider, also inside another wrapper (the spending ceiling's), shows its quota waits.
-    paced = [pacer for p in pool.values() if isinstance(pacer := getattr(p, "pacer", None), Pacer)]
+    paced = [pacer for p in gates.values() if isinstance(pacer := getattr(p, "pacer", None), Pacer)]
     ticker = asyncio.create_task(_show_quota_waits(progress, paced)) if paced and pending else None
     try:
         async with asyncio.TaskGroup() as group:
             for endpoint, queue in queues.items():
                 # Calls decided without a model (no provider) need no parallelism.
-                limit = pool[endpoint].concurrency if endpoint in pool else 1
+                limit = gates[endpoint].concurrency if endpoint in gates else 1
                 for _ in range(min(limit, len(queue))):
                     group.create_task(worker(endpoint))
     finally:
@@ -160,6 +168,8 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
             ticker.cancel()
         progress.close()
         store.close()
+    if left := sum(len(q) for q in queues.values()):   # never taken: the ceiling, or a stopped endpoint
+        statuses["not_sent"] += left
     return statuses
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import anthropic
 from anthropic.types import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, Usage
 
-from evalnb.providers.base import ProviderError, http_error, unreadable_reply
+from evalnb.providers.base import ProviderError, http_error, transport_error, unreadable_reply
 from evalnb.providers.streaming import StreamedReply, StreamSettings, StreamWatch
 
 # Anthropic error types -> the HTTP status they come with (an error event carries only the type).
@@ -32,12 +32,13 @@ def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception
             body: dict[str, Any] = error.body if isinstance(error.body, dict) else {}
             detail: dict[str, Any] = body["error"] if isinstance(body.get("error"), dict) else {}
             kind = str(detail.get("type", ""))
-            return http_error(ERROR_STATUS.get(kind, 500), f"error event {kind or '?'}: {detail.get('message', '')}")
+            return http_error(ERROR_STATUS.get(kind, 500), f"error event {kind or '?'}: {detail.get('message', '')}",
+                              error_type=kind or None)
         if isinstance(error, anthropic.APIError):
             return api_error(error)
         if isinstance(error, ValueError):   # JSONDecodeError: a malformed event (reading 18)
             return unreadable_reply(error)
-        return ProviderError("transient", f"{type(error).__name__}: {error}")
+        return transport_error(error)
     return classify
 
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from evalnb.core.errors import ConfigError
 from evalnb.core.redaction import redact
+from evalnb.providers.failures import endpoint_cause, unreached
 # The request and completion types live in evalnb.core.types (shared by every layer); re-exported here.
 from evalnb.core.types import ChatRequest as ChatRequest, Completion as Completion, Usage as Usage
 from evalnb.core.types import CompletionStatus as CompletionStatus, ErrorKind as ErrorKind
@@ -29,19 +30,24 @@ class ProviderError(Exception):
     """A failed call, classified. The message never contains a key."""
 
     def __init__(self, kind: ErrorKind, message: str, *, status_code: int | None = None,
-                 retry_after: float | None = None, code: str | None = None) -> None:
+                 retry_after: float | None = None, code: str | None = None,
+                 cause: str | None = None, reached: bool = True) -> None:
         message = redact(message)
         super().__init__(message)
         self.kind, self.message = kind, message
         self.status_code, self.retry_after, self.code = status_code, retry_after, code
+        self.cause = cause        # kind "endpoint": why (evalnb.providers.failures)
+        self.reached = reached    # False: the request never reached the provider (not billed)
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "status_code": self.status_code, "code": self.code,
-                "message": self.message}
+                "message": self.message, **({"cause": self.cause} if self.cause else {}),
+                **({} if self.reached else {"reached": False})}
 
 
 def classify_status(status: int, code: str | None = None) -> ErrorKind:
-    """Transient: 408, 409, 429, 5xx, 529. Permanent: any other 4xx, and quota exhaustion."""
+    """Transient: 408, 409, 429, 5xx, 529. Permanent: any other 4xx (an endpoint's refusal of
+    its own is told apart before this, by :func:`http_error`)."""
     if status == 429 and code in PERMANENT_QUOTA_CODES:
         return "permanent"
     if status in TRANSIENT_STATUS or status >= 500:
@@ -101,13 +107,30 @@ def unreadable_reply(error: Exception) -> ProviderError:
 
 
 def http_error(status: int, message: str, *, code: str | None = None,
-               retry_after: float | None = None) -> ProviderError:
-    """The one place an HTTP failure becomes a classified ProviderError."""
+               retry_after: float | None = None, error_type: str | None = None,
+               details: Any = None) -> ProviderError:
+    """The one place an HTTP failure becomes a classified ProviderError: an endpoint's
+    refusal of its own (reading 30, :func:`evalnb.providers.failures.endpoint_cause`, which
+    also reads the reply's ``error_type`` and Gemini's error ``details``), else transient or
+    the item's permanent failure."""
+    cause = endpoint_cause(status, message, codes=(code, error_type), details=details)
+    if cause is not None:
+        return ProviderError("endpoint", f"HTTP {status}: {message}", status_code=status,
+                             code=code or error_type, cause=cause)
     kind = classify_status(status, code)
     if kind == "permanent" and is_context_length_error(message, code):
         message = f"{message} [{CONTEXT_LENGTH_HINT}]"
     return ProviderError(kind, f"HTTP {status}: {message}", status_code=status,
                          retry_after=retry_after, code=code)
+
+
+def transport_error(error: BaseException) -> ProviderError:
+    """A failure with no HTTP status (the connection, a timeout): transient. One that never
+    reached the provider says so and is not billed (:func:`evalnb.providers.failures.unreached`)."""
+    never = unreached(error)
+    if never is not None:
+        return ProviderError("transient", never[1], code=never[0], reached=False)
+    return ProviderError("transient", f"{type(error).__name__}: {error}")
 
 
 def retry_after_seconds(headers: Any, body: Any = None) -> float | None:

@@ -12,7 +12,7 @@ from google.genai import errors, types
 
 from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
                                    http_error, malformed_reply, reply_shape, retry_after_seconds,
-                                   status_of, unreadable_reply)
+                                   status_of, transport_error, unreadable_reply)
 from evalnb.providers.gemini_stream import read_stream
 from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
@@ -66,7 +66,7 @@ def completion_of(response: Any) -> Completion:
 def api_error(error: errors.APIError) -> ProviderError:
     headers = getattr(error.response, "headers", None)
     return http_error(error.code, error.message or str(error), code=error.status,
-                      retry_after=retry_after_seconds(headers, error.details))
+                      retry_after=retry_after_seconds(headers, error.details), details=error.details)
 
 
 class GeminiProvider:
@@ -74,8 +74,12 @@ class GeminiProvider:
                  concurrency: int, timeout: float, api_version: str | None = None,
                  role: str = "model", stream: StreamSettings = DEFAULT_SETTINGS) -> None:
         self.model, self.concurrency, self.stream = model, concurrency, stream
+        # retry_options of one attempt: the SDK's own retries off, including the implicit one
+        # after a refused connection (a sleep of 1-10 s, then once more), so that evalnb's
+        # policy counts every attempt and a refused connection is said at once.
         options = types.HttpOptions(base_url=base_url, api_version=api_version or "v1beta",
-                                    timeout=int(timeout * 1000))   # milliseconds; none by default
+                                    timeout=int(timeout * 1000),   # milliseconds; none by default
+                                    retry_options=types.HttpRetryOptions(attempts=1))
         # Held for the whole run: a Client closes its HTTP client when garbage-collected,
         # which would break the `.aio` view taken from it.
         self._client = genai.Client(api_key=api_key(api_key_env, role), http_options=options)
@@ -107,7 +111,7 @@ class GeminiProvider:
         except errors.APIError as error:
             raise api_error(error) from None
         except TRANSPORT_ERRORS as error:
-            raise ProviderError("transient", f"{type(error).__name__}: {error}") from None
+            raise transport_error(error) from None
         except ValueError as error:   # JSONDecodeError: a body cut off, not JSON, or an HTML page
             raise unreadable_reply(error) from None
         return self.stream.finish(completion_of(response), since(started))

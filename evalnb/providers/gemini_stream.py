@@ -17,7 +17,7 @@ from typing import Any
 from google import genai
 from google.genai import errors, types
 
-from evalnb.providers.base import ProviderError, unreadable_reply
+from evalnb.providers.base import ProviderError, transport_error, unreadable_reply
 from evalnb.providers.streaming import StreamedReply, StreamSettings, StreamWatch
 
 
@@ -27,7 +27,7 @@ def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception
             return api_error(error)
         if isinstance(error, ValueError):   # JSONDecodeError, UnknownApiResponseError (reading 18)
             return unreadable_reply(error)
-        return ProviderError("transient", f"{type(error).__name__}: {error}")
+        return transport_error(error)
     return classify
 
 

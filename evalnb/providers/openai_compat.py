@@ -13,7 +13,7 @@ import openai
 from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
                                    http_error, malformed_reply, rate_limit_headers, reply_shape,
                                    retry_after_seconds, shared_tls_context,
-                                   status_of, unreadable_reply)
+                                   status_of, transport_error, unreadable_reply)
 from evalnb.providers.openai_stream import EMPTY_STREAM, read_stream, reasoning_of
 from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
 
@@ -24,13 +24,25 @@ def sdk_error(error: Exception) -> ProviderError:
     if isinstance(status, int):
         body = getattr(error, "body", None)
         detail = body.get("error", body) if isinstance(body, dict) else None
-        message = (detail.get("message") if isinstance(detail, dict) else None) or str(error)
+        message = (detail.get("message") if isinstance(detail, dict) else None) or _with_body(error)
         code = getattr(error, "code", None) or (detail.get("code") if isinstance(detail, dict) else None)
         response = getattr(error, "response", None)
+        error_type = detail.get("type") if isinstance(detail, dict) else None
         return http_error(status, str(message), code=str(code) if code else None,
-                          retry_after=retry_after_seconds(getattr(response, "headers", None), body))
+                          retry_after=retry_after_seconds(getattr(response, "headers", None), body),
+                          error_type=str(error_type) if error_type else None)
     # Timeouts and connection failures carry no status: always worth another attempt.
-    return ProviderError("transient", f"{type(error).__name__}: {error}")
+    return transport_error(error)
+
+
+def _with_body(error: Exception) -> str:
+    """An error whose body is no JSON error (a gateway's HTML page): the SDK's words and the
+    start of the page, whitespace collapsed, so a reader sees whose 404 it was."""
+    try:
+        text = " ".join(str(getattr(getattr(error, "response", None), "text", "") or "").split())
+    except Exception:   # noqa: BLE001 - a body that cannot be read: the SDK's words alone
+        text = ""
+    return f"{error} - {text[:200]}" if text and text not in str(error) else str(error)
 
 
 def usage_of(usage: Any) -> Usage | None:

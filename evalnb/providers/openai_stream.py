@@ -25,7 +25,7 @@ from openai._models import construct_type
 from openai.types.chat import ChatCompletion
 
 from evalnb.providers.base import (ProviderError, http_error, is_context_length_error, malformed_reply,
-                                   unreadable_reply)
+                                   transport_error, unreadable_reply)
 from evalnb.providers.streaming import EventSplitter, StreamedReply, StreamSettings, StreamWatch
 
 
@@ -38,7 +38,7 @@ def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception
             return api_error(error)
         if isinstance(error, ValueError):   # JSONDecodeError
             return unreadable_reply(error)
-        return ProviderError("transient", f"{type(error).__name__}: {error}")
+        return transport_error(error)
     return classify
 
 

@@ -40,12 +40,14 @@ class NotSent(BaseException):
 def failed_attempt_usage(error: ProviderError, request: ChatRequest) -> dict[str, Any] | None:
     """What a failed attempt may have cost, counted by the spending ceiling (reading 27).
 
-    A provider that answered with an HTTP error refused the request and bills nothing. Any
-    other failure (a timeout, a broken connection or stream, a malformed reply) may have come
-    after the provider did and billed the work: it is counted at the call's upper bound, its
-    estimated input and whole output budget, unless the provider reported its usage.
+    A provider that answered with an HTTP error refused the request and bills nothing; a
+    request that never reached it (refused, not resolved, failed while connecting: reading 30)
+    cannot have been billed. Any other failure (a timeout, a broken connection or stream, a
+    malformed reply) may have come after the provider did and billed the work: it is counted at
+    the call's upper bound, its estimated input and whole output budget, unless the provider
+    reported its usage.
     """
-    if error.status_code is not None:
+    if error.status_code is not None or not error.reached:
         return None
     return {"input_tokens": round(request_input_tokens(request)), "output_tokens": request.max_tokens,
             "basis": "upper bound (no reply to say otherwise)"}
@@ -108,7 +110,7 @@ async def call_with_retries(provider: Provider, request: ChatRequest, policy: Re
             error = as_provider_error(unexpected)
             if (usage := failed_attempt_usage(error, request)) is not None:
                 charged.append(usage)
-            if error.kind == "permanent" or attempt > policy.max_retries:
+            if error.kind != "transient" or attempt > policy.max_retries:   # permanent, endpoint
                 return Outcome(None, error, attempt, waits, errors, charged)
             errors.append(error.message[:RETRIED_ERROR_KEPT])
             waits.append(policy.wait(attempt, error.retry_after, rng))

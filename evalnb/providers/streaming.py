@@ -193,7 +193,7 @@ class StreamWatch:
         elif self.events and failure.code != "stream_broken":   # the connection or the SDK, part-way
             failure = ProviderError(failure.kind, f"stream broke: {failure.message}; {self.so_far()}",
                                     status_code=failure.status_code, retry_after=failure.retry_after,
-                                    code=failure.code or "stream_broken")
+                                    code=failure.code or "stream_broken", cause=failure.cause)
         raise failure from None
 
     def incomplete(self, what: str) -> ProviderError:

@@ -19,6 +19,7 @@ from evalnb.core.tokens import estimate_tokens
 from evalnb.core.types import CALL_STAGES, Prepared, Record
 from evalnb.execution.batch.journal import batched_keys
 from evalnb.core.latency import measured_estimate
+from evalnb.stages import judge_retest
 
 
 
@@ -108,7 +109,7 @@ def quota_minutes(rate_limit: Mapping[str, float] | None, row: Mapping[str, Any]
 def minimum_run_minutes(rows: Sequence[Mapping[str, Any]]) -> float | None:
     """Stages run one after another and the endpoints of a stage side by side."""
     per_stage = [max((r["min_minutes_under_rate_limit"] or 0.0 for r in rows if r["stage"] == stage), default=0.0)
-                 for stage in CALL_STAGES]
+                 for stage in dict.fromkeys(r["stage"] for r in rows)]
     if all(r["min_minutes_under_rate_limit"] is None for r in rows):
         return None
     return round(sum(per_stage), 2)
@@ -164,12 +165,16 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
         # Decided without a call (e.g. out of context) as recorded; otherwise assume an answer.
         responses[key] = dict(prepared.fields) if prepared.request is None else \
             {"status": "ok", "text": "x" * assumed_response_chars}
-    tally("judge", bench.judge_calls(responses), bench.judge_done)
+    judge_calls = bench.judge_calls(responses)
+    tally("judge", judge_calls, bench.judge_done)
+    if config.judge_retest:   # the retest study: sampled from every answer judged (before the run: assumed)
+        tally(judge_retest.STAGE, judge_retest.retest_calls(config.judge_retest, judge_calls, None, bench.judge_done),
+              bench.judge_done)
 
     limits = {names.get(role, role): e.rate_limit
               for role, e in (("model", config.model), *config.judge_roles())}
     # Measured where the run has finished calls: their median time, their mean output.
-    stores = {stage: JsonlStore(run_dir / f"{stage}.jsonl").load() for stage in CALL_STAGES}
+    stores = {stage: JsonlStore(run_dir / f"{stage}.jsonl").load() for stage in (*CALL_STAGES, judge_retest.STAGE)}
     parallel = {names.get(role, role): min(e.concurrency or config.concurrency, config.concurrency)
                 for role, e in (("model", config.model), *config.judge_roles())}
     free = {e.name for e in (config.model, *config.judges) if e.provider in FREE_PROVIDERS}

@@ -27,6 +27,7 @@ from evalnb.core.fingerprint import change_lines
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.metric_n import items_read
 from evalnb.core.tables import Estimate, Layout, estimates_layout, readable
+from evalnb.stages.failure_summary import DEFAULT_MAX_FAILED, did_not_run, failed_items, incomplete_cause
 from evalnb.stages import joint as joint_stats
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ class Comparison:
     alpha: float = 0.05             # the level of the pairwise verdicts (after Holm)
     power: float = 0.8              # the power of the minimum detectable differences
     _joint: joint_stats.Joint | None = field(default=None, repr=False)
+    panel_b: list[RunRecord] | None = None   # compare --panels: the same contestants under a second panel (panel_change)
     record_dir: Path | None = None   # where the record lives (paths shown relative to it); default: out
 
     @property
@@ -93,7 +95,8 @@ def load_run(path: Path) -> RunRecord:
     if scores is None:
         raise ConfigError(f"{path}: no scores.json; run the aggregate stage first")
     if not scores["complete"]:
-        raise ConfigError(f"{path}: the run is incomplete (resumable work remains); finish it first")
+        raise ConfigError(f"{path}: the run is incomplete (resumable work remains: {incomplete_cause(path)}); "
+                          "finish it first")
     return RunRecord(path, scores, read_json_if_exists(path / "fingerprint.json") or {},
                      read_json_if_exists(path / "manifest.json") or {})
 
@@ -110,15 +113,21 @@ def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
                                       f"differ (first -> second):\n{detail}\nThe protocol forbids mixing such scores.")
 
 
-def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
+def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any] = (), out: str | Path | None = None, *,
                  n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
                  suite: Mapping[str, Any] | None = None, alpha: float = 0.05, power: float = 0.8,
-                 record_dir: str | Path | None = None) -> Comparison:
+                 panels: Sequence[Sequence[str | Path]] | None = None,
+                 max_failed: float = DEFAULT_MAX_FAILED, record_dir: str | Path | None = None) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
     ``evalnb compare`` injects into the notebook); or a compare parameters file
     (``params/compare_example.yaml``), whose relative paths are relative to the file.
+    ``panels``: instead of ``runs``, two lists of runs, the same contestants scored by two
+    panels (:mod:`evalnb.stages.panel_change`): the first list is the comparison, the second
+    is shown only beside it, never in its leaderboard.
+    A run that did not run (all, or more than ``max_failed`` of its items failed) is refused
+    (:func:`evalnb.stages.failure_summary.did_not_run`).
     ``record_dir``: where the record lives when it is not ``out`` (``evalnb verify`` recomputes
     into a scratch folder): the paths a table shows are relative to it.
     """
@@ -129,8 +138,30 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     for key, value in (("alpha", alpha), ("power", power)):   # the pairwise verdicts' level and the MDE's power
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
             raise ConfigError(f"compare: {key}: expected a number strictly between 0 and 1, got {value!r}")
-    if len(runs) < (1 if suite else 2):   # a suite's provisional leaderboard may hold one run
+    if panels:
+        if runs or len(panels) != 2:
+            raise ConfigError("compare: panels: give two lists of runs (and no other runs): the same contestants "
+                              "scored by two panels")
+        runs = panels[0]
+    if len(runs) < (1 if suite or panels else 2):   # a suite's provisional leaderboard, or one model's panel change
         raise ConfigError("compare: give at least two run directories")
+    records, bench = comparable_runs(runs, max_failed)
+    if suite:   # shown in the notebook, above the leaderboard
+        print(suite_banner(suite))
+    cmp = Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
+                     suite=dict(suite) if suite else None, alpha=alpha, power=power,
+                     record_dir=Path(record_dir).resolve() if record_dir else None)
+    if panels:
+        cmp.panel_b, other = comparable_runs(panels[1], max_failed)
+        if other is not bench:
+            raise ConfigError("compare: panels: the two panels scored runs of different benchmarks")
+        check_comparable([records[0], cmp.panel_b[0]], ("tasks",))   # the same items, whatever scored them
+    return cmp
+
+
+def comparable_runs(runs: Sequence[str | Path], max_failed: float = DEFAULT_MAX_FAILED
+                    ) -> tuple[list[RunRecord], type[Benchmark]]:
+    """The runs loaded, checked to have run (reading 30) and comparable, and labelled; their benchmark."""
     dirs = [Path(r).resolve() for r in runs]
     if twice := sorted({str(d) for d in dirs if dirs.count(d) > 1}):   # a paired difference of 0 by construction
         raise ConfigError(f"compare: {twice[0]} is given twice; a run compared with itself says nothing: give different runs")
@@ -141,6 +172,9 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
     if len(set(classes.values())) > 1:
         raise ConfigError(f"compare: runs of different benchmarks ({', '.join(sorted(classes))})")
     bench = next(iter(classes.values()))
+    for record in records:
+        if refusal := did_not_run(record.dir, record.results(bench).statuses, max_failed):
+            raise ConfigError(refusal)
     check_comparable(records, (*bench.COMPARABLE_PARTS, "subset"))   # a --limit run never against a full one
     models = [r.model for r in records]
     labels: list[str] = []
@@ -148,11 +182,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any], ou
         label = r.model if models.count(r.model) == 1 else f"{r.model} ({r.dir.name})"
         labels.append(label if label not in labels else f"{label} #{i + 1}")
         r.label = labels[-1] + (OFFLINE_MARK if r.offline else "")
-    if suite:   # shown in the notebook, above the leaderboard
-        print(suite_banner(suite))
-    return Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
-                      suite=dict(suite) if suite else None, alpha=alpha, power=power,
-                      record_dir=Path(record_dir).resolve() if record_dir else None)
+    return records, bench
 
 
 def suite_banner(suite: Mapping[str, Any]) -> str:
@@ -171,6 +201,8 @@ def compare_params(path: Path) -> dict[str, Any]:
     path = path.expanduser().resolve()
     config = read_params_file(path)
     config["runs"] = [str((path.parent / r).resolve()) for r in config.get("runs") or []]
+    if config.get("panels"):
+        config["panels"] = [[str((path.parent / r).resolve()) for r in side] for side in config["panels"]]
     config["out"] = str((path.parent / (config.get("out") or "outputs/compare")).resolve())   # as `evalnb compare --params`
     return config
 
@@ -202,13 +234,14 @@ def joint(cmp: Comparison) -> joint_stats.Joint:
 
 def leaderboard(cmp: Comparison) -> pd.DataFrame:
     """Models sorted by the first headline metric, every declared metric with its seeded
-    percentile bootstrap interval (the same procedure and metrics as each run's own report)."""
+    percentile bootstrap interval (the same procedure and metrics as each run's own report);
+    ``n`` its items, ``failed`` how many of them ended in a failure (scored 0)."""
     rows = []
     metrics = {m.name: m for m in cmp.benchmark.metrics()}
     for run in cmp.runs:
         results = run.results(cmp.benchmark)
         row: dict[str, Any] = {"model": run.label, "run": run.scores["run_name"], "offline": run.offline,
-                               "n": len(results.ids)}
+                               "n": len(results.ids), "failed": failed_items(results.statuses)}
         for name, interval in intervals(cmp, run).items():
             row[name] = interval.mean
             if interval.method != "no interval":
@@ -356,6 +389,8 @@ def save_compare(cmp: Comparison) -> Saved:
         "benchmark": cmp.name, "runs": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256"),
                                          "offline": r.offline} for r in cmp.runs],
         **({"suite": cmp.suite} if cmp.suite else {}),
+        **({"panel_b": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256")}
+                        for r in cmp.panel_b]} if cmp.panel_b else {}),
         "comparable_parts": list(cmp.benchmark.COMPARABLE_PARTS), "n_boot": cmp.n_boot, "seed": cmp.seed,
         "threshold": cmp.threshold,
         "tables": {name: json.loads(table.reset_index(drop=_unnamed_index(table)).to_json(orient="records")) for name, table in cmp.tables.items()}})

@@ -174,20 +174,30 @@ class ItemView:
 
     meta: dict[str, Any]
     item: ItemEvidence
+    calls: Sequence[str] = ()   # every stored line of its calls: status, attempts, error
 
     def __str__(self) -> str:
-        return evidence_text(self.item, self.meta)
+        return evidence_text(self.item, self.meta) + calls_text(self.calls)
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        return redact(f'{_STYLE}<div class="evalnb-tasks">{evidence_html(self.item, self.meta, limit=10**12)}</div>')
+        calls = f"<pre>{html.escape(calls_text(self.calls))}</pre>" if self.calls else ""
+        return redact(f'{_STYLE}<div class="evalnb-tasks">{evidence_html(self.item, self.meta, limit=10**12)}'
+                      f'{calls}</div>')
+
+
+def calls_text(calls: Sequence[str]) -> str:
+    return "\n== calls (every stored line, oldest first) ==\n" + "\n".join(calls) + "\n" if calls else ""
 
 
 def show(run_dir: Path, item_id: str) -> ItemView:
-    """The evidence of one item of a run (``evalnb show RUN_DIR ITEM_ID`` prints it)."""
+    """The evidence of one item of a run, then every stored line of its calls
+    (``evalnb show RUN_DIR ITEM_ID`` prints it)."""
+    from evalnb.stages.failure_summary import item_calls
+
     meta, item = find_item(Path(run_dir), item_id)
-    return ItemView(meta, item)
+    return ItemView(meta, item, item_calls(Path(run_dir), item_id))
 
 
 # --- the report notebook: HTML without JavaScript ------------------------------------------------

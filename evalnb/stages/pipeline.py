@@ -16,15 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-
 from evalnb import config as cfg
 from evalnb.stages.accounting import endpoint_names, usage_by_stage
 from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
 from evalnb.benchmarks.base import contestant_label
-from evalnb.core.words import item_plural
 from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.core import lock, subset
-from evalnb.core.errors import ConfigError
+from evalnb.core.errors import ConfigError, EndpointFailure
 from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
@@ -32,7 +30,7 @@ from evalnb.core.fingerprint import check_or_record, fingerprint
 from evalnb.core.prompts import read_prompts, write_prompts
 from evalnb.core.manifest import stage_entry, store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
-from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, write_json
+from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, read_lines, write_json
 from evalnb.core.types import CALL_STAGES, Call, Record
 from evalnb.execution import run_stage_calls
 from evalnb.execution.batch.journal import in_flight
@@ -40,11 +38,14 @@ from evalnb.execution.batch.views import stage_manifest
 from evalnb.execution.runner import run_blocking
 from evalnb.core.progress import say
 from evalnb.stages.stage_outcome import outcome_line
-from evalnb.stages.headline import headline_table, metric_rows   # here too: the stages return it
+from evalnb.stages.headline import headline_table   # here too: the aggregate stage returns it
+from evalnb.stages.run_evidence import write_evidence   # here too: recompute calls it
+from evalnb.stages.failure_summary import failure_summary, no_answer_line, stop_line, stopped_in, summary_lines, summary_table
 from evalnb.execution.budget import Budget
 from evalnb.execution.budget_views import budget_summary
 from evalnb.core.latency import latency_summary
 from evalnb.core.reasoning import reasoning_summary
+from evalnb.stages import judge_retest, judge_stats
 
 if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
     import pandas as pd
@@ -216,19 +217,27 @@ def check_keys(config: RunConfig, model: bool = True) -> None:
 
 # --- running calls ----------------------------------------------------------------------------
 
-def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig],
-           done: Any) -> Counter[str]:
-    started = utc_now()
+def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig], done: Any,
+           after: Callable[[Run], None] | None = None) -> Counter[str]:
+    """Run the stage's calls and record them, then ``after``; an endpoint failure (reading 30) ends it there."""
+    started, before = utc_now(), len(read_lines(run.path(f"{name}.jsonl")))   # this pass's lines come after
     store = JsonlStore(run.path(f"{name}.jsonl"))
     counts = run_blocking(lambda: run_stage_calls(
         calls, endpoints, store, run.dir, policy=run.config.retry, concurrency=run.config.concurrency, done=done,
         stage=name, budget=Budget.open(run.config)))   # the ceiling, with what the records say is spent
     say(outcome_line(name, len(calls), counts, _calls_in_flight(run, name)))
+    if failures := failure_summary(run.dir, (name,)):   # why, per endpoint and cause
+        say("\n".join(summary_lines(failures)))
     entry = {"started_at": started, "finished_at": utc_now(), "calls": len(calls),
              "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}
     update_manifest(run.path("manifest.json"), environment=not lock.is_stage_kernel(run.dir),
                     stages={name: stage_entry(run.path("manifest.json"), name, entry)},   # no call made: times kept
                     routes=routes(run, stage_records(run)))
+    if after is not None:
+        after(run)
+    if stopped := stopped_in(failures, read_lines(run.path(f"{name}.jsonl"))[before:]):   # exit 1, the rest unanswered
+        stored = store.load()
+        raise EndpointFailure(stop_line(stopped, sum(not (c.key in stored and done(stored[c.key])) for c in calls)))
     return counts
 
 
@@ -266,14 +275,15 @@ def generate(run: Run) -> pd.DataFrame:
         print(f"{label}: {value}")
     calls = run.benchmark.generation_calls()
     endpoints = {"model": run.config.model} if run.benchmark.calls_model else {}   # imported answers: no client
-    _stage(run, "generate", calls, endpoints, run.benchmark.generation_done)
-    write_responses(run)
+    _stage(run, "generate", calls, endpoints, run.benchmark.generation_done, after=write_responses)
     return status_table(run)
 
 
 @_writes("evalnb.judge")
 def judge(run: Run) -> pd.DataFrame:
     """Stage 2: every configured judge grades every answer it has not yet graded."""
+    if nothing := no_answer_line(run.dir):
+        say(f"judge: {nothing}; nothing to judge")
     calls = run.benchmark.judge_calls(responses(run))
     _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
     return judge_status_table(judgements(run).values(), judge_names(run))
@@ -356,34 +366,29 @@ def aggregate(run: Run) -> pd.DataFrame:
                     **({"budget": scores["budget"]} if "budget" in scores else {}),
                     stores={stage: store_digest(run.path(f"{stage}.jsonl")) for stage in stores})
     write_evidence(run, stores, scores)
-    return headline_table(scores)
+    if nothing := no_answer_line(run.dir):   # no headline of nothing: say why, with the failure summary's table
+        say(f"aggregate: {nothing}; no headline: such a run measures its endpoint, not its model")
+    return summary_table(run.dir) if nothing else headline_table(scores)
 
 
 def scores_document(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, Any]:
     """The body of scores.json, from the stores and the run's inputs only (no time, no path
     but those the parameters hold)."""
     body = run.benchmark.score(stores["generate"], stores["judge"])
+    # The judges' statistics and the retest study: beside the protocol's numbers, never in them.
+    retests = judge_retest.store_records(run.dir) if run.config.judge_retest else {}
     return {
         "benchmark": run.config.benchmark, "run_name": run.config.run_name,
         "offline": run.config.offline,
         **({"label": OFFLINE_LABEL} if run.config.offline else {}),
         **body,   # a benchmark may label its own approximations (offline: true, label)
         "fingerprint": run.fingerprint,
-        "usage": usage_by_stage(run.config, stores),
+        "usage": usage_by_stage(run.config, {**stores, **({judge_retest.STAGE: retests} if retests else {})}),
         **({"budget": spend} if (spend := budget_summary(run.config)) else {}),
         "latency": latency_summary(endpoint_names(run.config), stores),
         "reasoning": reasoning_summary(endpoint_names(run.config), stores),
+        **judge_stats.scores_section(type(run.benchmark), run.config.to_dict(), body, stores["generate"]),
+        **judge_retest.scores_section(run.config, stores["judge"], retests),
         "config": run.config.to_dict(),
         "warnings": run.warnings,
     }
-
-
-def write_evidence(run: Run, stores: Mapping[str, Mapping[str, Record]], scores: Mapping[str, Any]) -> None:
-    """Every item's evidence, as its benchmark declares it: evidence.json and tasks.html."""
-    from evalnb.stages import evidence
-
-    items = run.benchmark.evidence(stores["generate"], stores["judge"], scores)
-    bench = type(run.benchmark)
-    model = contestant_label(bench, run.config.model.provider, run.config.model.name, run.config.options)
-    evidence.write_evidence(run.dir, evidence.run_meta(scores, metric_rows(scores), bench.STATUSES, bench.ITEM_NOUN,
-                                                       item_plural(bench), model), items)

@@ -18,6 +18,7 @@ from evalnb.core.prompts import read_prompts
 from evalnb.core.manifest import git_commit, package_versions
 from evalnb.core.records import read_json_if_exists
 from evalnb.core.types import STAGES
+from evalnb.stages.failure_summary import failure_rows
 
 if TYPE_CHECKING:
     from evalnb.stages.pipeline import Run
@@ -63,7 +64,7 @@ def about(run: Run, stage: str) -> About:
         raise ValueError(f"stage: expected one of {', '.join(STAGES)}, got {stage!r}")
     rows = [(str(k), str(v)) for k, v in run.summary()["value"].items() if k != "fingerprint"]   # whole below
     rows[0:0] = [("stage", f"{STAGES.index(stage) + 1} of {len(STAGES)}: {stage}")]
-    rows += provenance_rows(run)
+    rows += failure_rows(run.dir) + provenance_rows(run)   # why calls failed, first, where any did
     texts = read_prompts(run.dir)
     rows += [(f"prompt: {name}", f"prompts/{name}.txt ({len(text)} characters, sha256 {hashlib.sha256(text.encode()).hexdigest()[:16]})")
              for name, text in texts.items()]

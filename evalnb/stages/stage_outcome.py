@@ -19,11 +19,13 @@ def outcome_line(stage: str, calls: int, new: Mapping[str, int], in_flight: int 
     """``generate: all 12 answers already recorded; no call made``, or
     ``judge: 20 of 30 judgements already recorded; 10 made now (9 ok, 1 failed_transient)``."""
     one, many = NOUNS.get(stage, ("record", "records"))
+    unsent = new.get("not_sent", 0)   # held back (the spending ceiling, a stopped endpoint): no record
+    new = {status: n for status, n in new.items() if status != "not_sent"}
     made = sum(new.values())
-    before = max(0, calls - made - in_flight)
+    before = max(0, calls - made - in_flight - unsent)
     noun = one if calls == 1 else many
     statuses = ", ".join(f"{n} {status}" for status, n in sorted(new.items(), key=lambda kv: (-kv[1], kv[0])))
-    waiting = f"; {in_flight} in batches in flight" if in_flight else ""
+    waiting = (f"; {in_flight} in batches in flight" if in_flight else "") + (f"; {unsent} not sent" if unsent else "")
     if calls == 0:
         return f"{stage}: no {noun} to make"
     if made == 0:

@@ -42,6 +42,7 @@ from evalnb.core.progress import StageProgress
 from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
 from evalnb.providers.streaming import finish_batch
 from evalnb.core.records import JsonlStore
+from evalnb.core.types import FAILED_ENDPOINT
 from evalnb.core.redaction import redact
 from evalnb.providers.retry import RetryPolicy
 from evalnb.execution.runner import Call, Record, completion_fields, run_calls, unexpected_failure
@@ -114,6 +115,7 @@ class StageBatches:
         self._backends: dict[str, Backend] = {}
         self._clients: list[Provider] = []
         self.budget: Any = None
+        self.stopped: set[str] = set()   # endpoints that refused for reasons of their own (reading 30)
 
     @property
     def active(self) -> bool:
@@ -263,6 +265,8 @@ class StageBatches:
                 record.update(status=f"failed_{outcome.kind}", text=None, error=outcome.as_dict())
             record["batch"] = {"id": entry["batch_id"], "tag": entry["key"], "custom_id": row["custom_id"],
                                "provider": entry["provider"]}
+            if record["status"] == FAILED_ENDPOINT:   # no further batch to it in this stage
+                self.stopped.add(entry["endpoint"])
             store.append(record)
             counts[record["status"]] += 1
         return counts
@@ -274,7 +278,7 @@ class StageBatches:
         stored = store.load()
         held = self.held_keys()
         live: list[Call] = []
-        for role in self.batched:
+        for role in (r for r in self.batched if r not in self.stopped):
             endpoint, backend = self.endpoints[role], self.backend(role)
             assert backend is not None
             options = endpoint.batch or {}
@@ -286,7 +290,7 @@ class StageBatches:
                 live += [c for c in pending if c.key in again]
                 pending = [c for c in pending if c.key not in again]
             chunk: Chunk | None = None
-            for call in pending:
+            for index, call in enumerate(pending):
                 request, fields = self.prepare(call, store, statuses)
                 if request is None:
                     continue
@@ -302,6 +306,10 @@ class StageBatches:
                     continue
                 if chunk.rows and (len(chunk.rows) >= limit.max_requests or chunk.size + len(data) > limit.max_bytes):
                     statuses += await self.submit(chunk, role, backend, store)
+                    if role in self.stopped:   # reading 30: no further batch to this endpoint
+                        statuses["not_sent"] += len(pending) - index
+                        chunk = None
+                        break
                     chunk = self.new_chunk(role, limit.inline_bytes)
                     custom_id = chunk.custom_id()
                     line = backend.line(custom_id, request)
@@ -357,7 +365,7 @@ class StageBatches:
             batch_id, extra = await backend.submit(chunk.tag, chunk.lines, chunk.spool)
         except Exception as error:   # noqa: BLE001
             failure = management_error(error)
-            if failure.kind == "permanent":   # refused outright: no batch exists
+            if failure.kind != "transient":   # refused outright (the endpoint's own refusal too): no batch
                 counts = self.write(entry | {"batch_id": None}, chunk.rows, {}, failure, store, lambda r: False,
                                     utc_now())
                 self.journal.update(entry, state="rejected", error=failure.as_dict())
