@@ -65,7 +65,7 @@ def test_refuses_real_runs_with_a_different_prompt(tmp_path: Path, monkeypatch: 
     second = evalnb.open_run(offline_params(tmp_path / "b") | {"model": first["model"] | {"name": "lead-3"}})
     for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
         stage(second)
-    with pytest.raises(FingerprintMismatch, match=r": prompts differ"):
+    with pytest.raises(FingerprintMismatch, match=r": prompts, shared differ"):   # shared: the prompt texts too
         open_compare([run.dir, second.dir])
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.test_api import mypy_examples
 
 pytestmark = pytest.mark.slow
 
@@ -70,6 +71,7 @@ def test_wheel_carries_notebooks_parameters_samples_and_license(wheel: Path) -> 
         if sample.is_file():
             assert f"{template}data/{sample.relative_to(ROOT / 'evalnb' / 'data').as_posix()}" in names
     assert f"{template}examples/keyword_rater.py" in names
+    assert "evalnb/py.typed" in names   # PEP 561: mypy reads the installed evalnb's annotations
     assert {"evalnb/benchmarks/geoexpertqueries/prompts/likert_scales.json", "evalnb/benchmarks/wildtrace/caps.json", "evalnb/benchmarks/geoexpertqueries/trace.schema.json", "evalnb/execution/batch/limits.json"} <= names
     assert not any(n.startswith(("evalnb/data/", "tests/", "notebooks/", "params/")) for n in names)
     assert "data: ../data/wildtrace/tasks.json" in demo
@@ -131,3 +133,9 @@ def test_init_then_run_and_render_from_an_empty_folder(venv: tuple[Path, dict[st
     assert scores["complete"] and Path(scores["config"]["data"]).is_relative_to(tmp_path)
     rendered = _run([bin_dir / "evalnb", "render", "outputs/demo-geoexpertqueries", "--no-input"], tmp_path, env)
     assert "04_report.html" in rendered.stdout and (run / "paper" / "04_report.html").exists()
+
+
+def test_the_examples_pass_mypy_strict_against_the_installed_wheel(venv: tuple[Path, dict[str, str]],
+                                                                   tmp_path: Path) -> None:
+    bin_dir, env = venv
+    mypy_examples(bin_dir / "python", tmp_path, env)

@@ -41,7 +41,7 @@ from evalnb import config as cfg
 from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.config import RunConfig
 from evalnb.core.errors import ConfigError, EvalnbError
-from evalnb.core.fingerprint import change_lines, fingerprint
+from evalnb.core.fingerprint import change_lines, comparable_parts, run_fingerprint
 from evalnb.core.records import read_json_if_exists
 from evalnb.execution.budget import LEDGER_NAME
 from evalnb.stages.pipeline import check_keys, make_benchmark
@@ -206,7 +206,7 @@ def _check_fingerprint(where: str, config: RunConfig, benchmark: Benchmark) -> N
     old = read_json_if_exists(config.output_dir / "fingerprint.json")
     if old is None:
         return
-    new = fingerprint(benchmark.fingerprint_parts())
+    new = run_fingerprint(config, benchmark)
     if old["sha256"] == new["sha256"]:
         return
     details = "\n".join(f"  {line}" for line in change_lines(old, new))
@@ -221,10 +221,10 @@ def _check_comparable(contestants: Sequence[Contestant], source: str) -> None:
     if len(benchmarks) > 1:
         raise ConfigError(f"{source}: benchmark: the contestants run {', '.join(sorted(benchmarks))}; "
                           "a leaderboard compares runs of one benchmark")
-    parts = type(first.benchmark).COMPARABLE_PARTS
-    reference = fingerprint(first.benchmark.fingerprint_parts())["parts"]
+    parts = comparable_parts(type(first.benchmark).COMPARABLE_PARTS)
+    reference = run_fingerprint(first.config, first.benchmark)["parts"]
     for other in contestants[1:]:
-        theirs = fingerprint(other.benchmark.fingerprint_parts())["parts"]
+        theirs = run_fingerprint(other.config, other.benchmark)["parts"]
         differ = [p for p in parts if reference.get(p, {}).get("sha256") != theirs.get(p, {}).get("sha256")]
         if differ:
             raise ConfigError(f"{source}: contestant {other.name}: {', '.join(differ)} differ from contestant "

@@ -36,11 +36,36 @@ if TYPE_CHECKING:
 
 
 class Task(Protocol):
+    """One item of a benchmark (a question, a case, a query): anything with a string ``task_id``,
+    unique in the run. A frozen dataclass is the usual shape; its fields (as JSON) are hashed into
+    the fingerprint's shared part, so a changed item refuses a resume."""
+
     @property
     def task_id(self) -> str: ...
 
 
 class Benchmark(Protocol):
+    """What a benchmark class declares; the shared layers loop over it and never name a benchmark.
+
+    Class attributes: ``NAME`` (its name); ``OPTIONS`` (its own parameter keys and their
+    defaults: they are read from the parameters file beside the shared keys, and an unknown key
+    is refused); ``PATH_OPTIONS`` (those of ``OPTIONS`` that are paths, made relative to the
+    parameters file); ``COMPARABLE_PARTS`` (its fingerprint parts that must agree for ``compare``;
+    the shared part is always checked too); ``STATUSES`` (every response status it records, in
+    display order); ``ITEM`` (the item type); ``ITEM_NOUN`` (``"question"``: for labels);
+    ``FIGURE`` (its figure's file name, without suffix). Annotate them ``ClassVar`` so that mypy
+    reads them as class attributes.
+
+    Optional, read when present: ``prompts()`` (name -> prompt text, hashed into the
+    fingerprint; ``BaseBenchmark`` returns ``PROMPTS``). A class that lacks any member named
+    here is refused when the parameters select it, with the missing names.
+
+    The fingerprint: the shared layer puts the retry policy, the judge panel (each judge's
+    role, provider, model and reply-changing settings), the prompts' texts and the task set's
+    hash into every run's fingerprint under ``shared``, whatever ``fingerprint_parts`` returns;
+    ``fingerprint_parts`` adds only the benchmark's own parts (its contestant, caps, scoring rule).
+    """
+
     # --- what it is (class level) -------------------------------------------------------------
     NAME: ClassVar[str]
     OPTIONS: ClassVar[Mapping[str, Any]]         # benchmark-specific parameter keys and defaults
@@ -88,13 +113,23 @@ class Benchmark(Protocol):
         """What ``stage`` does for this benchmark and this run, in a sentence or two (Markdown):
         the prose each stage notebook shows under its title."""
 
-    def generation_calls(self) -> list[Call]: ...
+    def generation_calls(self) -> list[Call]:
+        """The first stage's calls: one per item (and repeat), each for the endpoint ``"model"``,
+        keyed by a string unique in the stage (usually the item's ``task_id``)."""
 
-    def generation_done(self, record: Record) -> bool: ...
+    def generation_done(self, record: Record) -> bool:
+        """Whether a stored generate record is final; the others are made again on a resume
+        (``BaseBenchmark``: every status but ``failed_transient``)."""
 
-    def judge_calls(self, responses: Mapping[str, Record]) -> list[Call]: ...
+    def judge_calls(self, responses: Mapping[str, Record]) -> list[Call]:
+        """The second stage's calls, given the generate records by key (may be none). A judge
+        call's endpoint is a judge's role, ``judge1``, ``judge2`` ... in the order of the
+        parameters' ``judges`` (``config.judge_roles()``); its key is unique in the stage
+        (``f"{task_id}::{role}"``)."""
 
-    def judge_done(self, record: Record) -> bool: ...
+    def judge_done(self, record: Record) -> bool:
+        """Whether a stored judge record is final (``BaseBenchmark``: status ``ok`` only, so a
+        reply without a verdict is asked again on a resume)."""
 
     def score(self, responses: Mapping[str, Record], judgements: Mapping[str, Record]) -> dict[str, Any]:
         """The scores.json body: ``complete``, ``metrics`` (see :func:`evalnb.benchmarks.base.metric_summary`), the
@@ -106,16 +141,21 @@ class Benchmark(Protocol):
 
     # --- reading its results (class level: a scores.json is enough) ----------------------------
     @classmethod
-    def metrics(cls) -> tuple[Metric, ...]: ...
+    def metrics(cls) -> tuple[Metric, ...]:
+        """Its declared metrics, headline ones flagged (``BaseBenchmark``: ``METRICS``)."""
 
     @classmethod
-    def results(cls, scores: Mapping[str, Any]) -> ItemResults: ...
+    def results(cls, scores: Mapping[str, Any]) -> ItemResults:
+        """Its items read back from a ``scores.json`` alone (for compare, agreement and the
+        metrics): the scores matrix, statuses, and any named per-item channels."""
 
     @classmethod
-    def breakdown(cls, scores: Mapping[str, Any]) -> pd.DataFrame: ...
+    def breakdown(cls, scores: Mapping[str, Any]) -> pd.DataFrame:
+        """The report's breakdown table (a pandas DataFrame)."""
 
     @classmethod
-    def figure(cls, scores: Mapping[str, Any]) -> ReportFigure: ...
+    def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
+        """The report's figure (:func:`evalnb.api.new_figure`), saved as ``figures/<FIGURE>``."""
 
     @classmethod
     def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
@@ -126,7 +166,8 @@ class Benchmark(Protocol):
         """The benchmark's own analysis across runs (may be none)."""
 
     @classmethod
-    def compare_figure(cls, runs: Sequence[RunScores]) -> ReportFigure | None: ...
+    def compare_figure(cls, runs: Sequence[RunScores]) -> ReportFigure | None:
+        """The benchmark's own figure across runs, or None."""
 
 
 BENCHMARKS = {"wildtrace": "evalnb.benchmarks.wildtrace:WildTrace",

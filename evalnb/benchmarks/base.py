@@ -31,7 +31,17 @@ NAN = math.nan
 
 
 class BaseBenchmark:
-    """Defaults for the parts of :class:`~evalnb.benchmarks.Benchmark` most benchmarks share."""
+    """Defaults for the parts of :class:`~evalnb.benchmarks.Benchmark` most benchmarks share.
+
+    A subclass gives ``NAME``, ``OPTIONS``, ``PATH_OPTIONS``, ``COMPARABLE_PARTS``, ``ITEM``,
+    ``ITEM_NOUN``, ``FIGURE`` and ``METRICS``; sets ``self.tasks`` in its constructor (after
+    ``super().__init__(config)``, which sets ``self.config`` and ``self.warnings``); and
+    implements ``fingerprint_parts``, ``generation_calls``, ``judge_calls``, ``score``,
+    ``evidence``, ``results``, ``breakdown`` and ``figure``. Everything else has a default here:
+    ``STATUSES`` (every :class:`Status`), ``PROMPTS`` and ``prompts()``, ``check_documents``,
+    ``describe`` (``STAGE_NOTES``), ``calls_model``, ``summary_rows``, ``generation_done``,
+    ``judge_done``, ``metrics``, ``report_tables``, ``compare_tables``, ``compare_figure``.
+    """
 
     NAME: ClassVar[str]
     METRICS: ClassVar[tuple[Metric, ...]]   # the declared metrics, headline ones flagged
@@ -47,12 +57,16 @@ class BaseBenchmark:
     # --- options ---------------------------------------------------------------------------------
 
     def positive_int(self, key: str) -> int:
+        """The option ``key``, checked to be an integer >= 1; else the one-line ConfigError
+        naming the parameters file and the key."""
         value = self.config.options[key]
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise self.config.error(key, f"expected a positive integer, got {value!r}")
         return value
 
     def check_bootstrap(self) -> None:
+        """Check ``n_boot`` (a positive integer) and ``seed`` (an integer), the options
+        ``BOOTSTRAP_OPTIONS`` adds."""
         self.positive_int("n_boot")
         seed = self.config.options["seed"]
         if not isinstance(seed, int) or isinstance(seed, bool):
@@ -64,6 +78,12 @@ class BaseBenchmark:
         return None
 
     STAGE_NOTES: ClassVar[Mapping[str, str]] = {}   # stage -> what it does for this benchmark
+    PROMPTS: ClassVar[Mapping[str, str]] = {}       # name -> a prompt template's text (fingerprinted)
+
+    def prompts(self) -> Mapping[str, str]:
+        """The texts of the prompts this run sends (name -> template), which the shared layer
+        hashes into the fingerprint's ``shared`` part: by default ``PROMPTS``."""
+        return self.PROMPTS
 
     def describe(self, stage: str) -> str:
         return self.STAGE_NOTES.get(stage, GENERIC_STAGE_NOTES[stage])
@@ -82,7 +102,12 @@ class BaseBenchmark:
         return bool(record["status"] == JudgeStatus.OK)
 
     def with_metrics(self, body: dict[str, Any]) -> dict[str, Any]:
-        """``body`` with its declared metrics (values and intervals) under ``metrics``."""
+        """``body`` with its declared metrics (values and intervals) under ``metrics``.
+
+        ``body`` is the scores.json body so far: it must hold ``complete`` and whatever
+        ``results`` reads (the per-item ``tasks`` rows). Each metric is computed from
+        ``results(body)`` with the run's ``n_boot`` and ``seed``; one that is not ``partial``
+        is null while ``complete`` is false."""
         body["metrics"] = metric_summary(type(self), body, self.config.options["n_boot"],  # type: ignore[arg-type]
                                          self.config.options["seed"])
         body["uncertainty"] = uncertainty_summary(type(self), body, self.config.options["n_boot"],
@@ -119,7 +144,7 @@ def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int) 
     metrics = bench.metrics()
     ready = [m for m in metrics if body["complete"] or m.partial]
     intervals = stats.metric_intervals(results.values, ready, strata=[results.strata.get(i, "") for i in results.ids],
-                                 n_boot=n_boot, seed=seed)
+                                 n_boot=n_boot, seed=seed, channels=results.channels)
     strata = [results.strata.get(i, "") for i in results.ids]
     return {m.name: {"label": m.label, "headline": m.headline,
                      "value": intervals[m.name].mean if m.name in intervals else None,
@@ -136,7 +161,7 @@ def uncertainty_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: 
     ready = [m for m in bench.metrics() if body["complete"] or m.partial]
     return clustered.metric_uncertainty(results.values, ready, strata=[results.strata.get(i, "") for i in results.ids],
                                         clusters=cluster_labels(results), cluster_noun=cluster_noun(bench),
-                                        n_boot=n_boot, seed=seed)
+                                        n_boot=n_boot, seed=seed, channels=results.channels)
 
 
 def cluster_labels(results: ItemResults) -> list[str] | None:
@@ -161,18 +186,22 @@ def judge_table(results: ItemResults) -> pd.DataFrame:
 
 
 def metric_value(scores: Mapping[str, Any], name: str) -> float | None:
+    """The value of the declared metric ``name`` in a scores.json (None while it is null)."""
     entry = (scores.get("metrics") or {}).get(name) or {}
     value = entry.get("value")
     return float(value) if value is not None else None
 
 
 def metric_ci(scores: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    """The interval of the declared metric ``name`` in a scores.json: ``low``, ``high``,
+    ``n``, ``n_boot``, ``seed``, ``confidence``, ``method`` ...; None when it has none."""
     entry = (scores.get("metrics") or {}).get(name) or {}
     ci = entry.get("ci")
     return dict(ci) if ci else None
 
 
 def score_or_nan(value: Any) -> float:
+    """``value`` as a float, NaN for None: a scores.json row's score as a cell of ``values``."""
     return float(value) if value is not None else NAN
 
 

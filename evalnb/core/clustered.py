@@ -93,14 +93,37 @@ def cells(values: np.ndarray, columns: np.ndarray | None = None, *, missing: str
     return y, m
 
 
-def form_of(fn: Any, values: Any, strata: Mapping[str, np.ndarray]) -> RatioForm | None:
-    """The form a metric function declares (``fn.ratio_form``), on ``values``; None without one."""
+def form_of(fn: Any, values: Any, strata: Mapping[str, np.ndarray],
+            channels: Mapping[str, Any] | None = None) -> RatioForm | None:
+    """The form a metric function declares (``fn.ratio_form``), on ``values``; a metric over
+    named channels (``fn.channel_ratio``, :func:`evalnb.core.metrics.ratio` and
+    ``channel_mean``) on ``channels``; None without one."""
+    spec = getattr(fn, "channel_ratio", None)
+    if spec is not None:
+        return channel_form(spec, channels) if channels is not None and all(
+            c in channels for c in spec if c is not None) else None
     make = getattr(fn, "ratio_form", None)
     if make is None:
         return None
     matrix = np.asarray(values, dtype=float)
     form: RatioForm = make(matrix[None, :] if matrix.ndim == 1 else matrix, strata)
     return form
+
+
+def channel_form(spec: tuple[str, str | None], channels: Mapping[str, Any]) -> RatioForm:
+    """``(numerator, denominator)`` channels as one term: per item, the numerator channel's cells
+    and the denominator channel's, summed over repeats where both are present (Σ y / Σ m is the
+    ratio); ``(channel, None)``: the channel's present cells over their count (its mean)."""
+    numerator, denominator = spec
+    top = np.asarray(channels[numerator], dtype=float)
+    top = top[None, :] if top.ndim == 1 else top
+    if denominator is None:
+        return RatioForm((cells(top),), top.shape[-1])
+    bottom = np.asarray(channels[denominator], dtype=float)
+    bottom = bottom[None, :] if bottom.ndim == 1 else bottom
+    present = ~(np.isnan(top) | np.isnan(bottom))
+    term = (np.where(present, top, 0.0).sum(axis=0), np.where(present, bottom, 0.0).sum(axis=0))
+    return RatioForm((term,), top.shape[-1])
 
 
 # --- the design: clusters within strata -----------------------------------------------------------------
@@ -248,8 +271,8 @@ def has_clusters(design: Design) -> bool:
 
 
 def metric_uncertainty(values: Any, metrics: Sequence[Any], *, strata: Sequence[str] | None,
-                       clusters: Sequence[str] | None, cluster_noun: str, n_boot: int, seed: int
-                       ) -> dict[str, Any]:
+                       clusters: Sequence[str] | None, cluster_noun: str, n_boot: int, seed: int,
+                       channels: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """For scores.json ``uncertainty``: every metric with a form, its standard errors and, when
     items share clusters, its cluster-bootstrap interval (beside the protocol's interval)."""
     matrix = np.asarray(values, dtype=float)
@@ -259,7 +282,7 @@ def metric_uncertainty(values: Any, metrics: Sequence[Any], *, strata: Sequence[
     groups = stats.strata_columns(strata, n)
     out: dict[str, Any] = {"cluster": cluster_noun, "n_clusters": design.n_clusters, "n_items": n, "metrics": {}}
     with np.errstate(invalid="ignore", divide="ignore"):
-        forms = {m.name: f for m in metrics if n and (f := form_of(m.fn, matrix, groups)) is not None}
+        forms = {m.name: f for m in metrics if n and (f := form_of(m.fn, matrix, groups, channels)) is not None}
         resampled = [m.name for m in metrics if m.name in forms and m.interval] if has_clusters(design) else []
         # every metric from the same replicates, as the protocol's own bootstrap does
         draws = bootstrap_draws({name: forms[name] for name in resampled}, design, n_boot=n_boot, seed=seed)

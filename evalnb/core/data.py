@@ -21,6 +21,7 @@ UTF8_BLOCK = 1 << 20
 
 
 def read_json(path: Path) -> Any:
+    """The JSON value in ``path``; a missing file, bad UTF-8 or bad JSON is a DataError naming the line."""
     try:
         text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
@@ -61,6 +62,7 @@ class Where:
     task: str | None = None
 
     def error(self, problem: str, field: str | None = None) -> DataError:
+        """A DataError whose one line names this file, line or task, and ``field``."""
         return DataError(self.source, problem, line=self.line, task=self.task, field=field)
 
 
@@ -89,6 +91,7 @@ def require(obj: Mapping[str, Any], name: str, kind: type[T], where: Where, *,
 
 
 def unique_ids(ids: list[tuple[str, Where]]) -> None:
+    """Refuse the second of two equal ids, naming where each stands."""
     seen: dict[str, Where] = {}
     for task_id, where in ids:
         if task_id in seen:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from evalnb.core import subset
 from evalnb.core.errors import FingerprintMismatch
 from evalnb.core.jsondiff import as_json, differences, short
+from evalnb.core.run_config import RunConfig
 from evalnb.core.records import read_json_if_exists, write_json
 
 
@@ -69,3 +72,50 @@ def check_or_record(path: Path, new: dict[str, Any]) -> None:
     raise FingerprintMismatch(
         f"{path.parent}: refusing to resume, the run was started under a different configuration:\n"
         f"{changes}\nScores from the two would not be comparable: choose a new run_name or output_dir.")
+
+
+# --- what the shared layer puts into every fingerprint, whatever the benchmark returns -------------
+
+SHARED = "shared"
+PANEL_SETTINGS = ("reasoning", "send_temperature", "token_param", "strip_think", "approximation")
+
+
+def shared_parts(config: RunConfig, benchmark: Any) -> dict[str, Any]:
+    """The part every run's fingerprint holds under ``"shared"`` (issue 29), set here and never
+    by a benchmark (a benchmark's own ``"shared"`` key is replaced): the retry policy; the judge
+    panel, each judge's role, provider, model and the settings that change what it replies
+    (:data:`PANEL_SETTINGS`); the SHA-256 of each prompt text the benchmark declares
+    (``prompts()``); and the SHA-256 of the task set (each item's fields, as JSON). A
+    benchmark's ``fingerprint_parts`` adds only its own parts (its contestant, caps, scoring).
+    ``prompts()`` is optional (BaseBenchmark's default returns ``PROMPTS``)."""
+    declared = getattr(benchmark, "prompts", None)
+    prompts: Mapping[str, str] = declared() if callable(declared) else {}
+    tasks: Sequence[Any] = benchmark.tasks
+    return {SHARED: {
+        "retry": asdict(config.retry),
+        "judge_panel": [{"role": role, "provider": e.provider, "name": e.name,
+                         "settings": {k: getattr(e, k) for k in PANEL_SETTINGS}} for role, e in config.judge_roles()],
+        "prompts": {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in sorted(prompts.items())},
+        "tasks": _digest([_fields(t) for t in tasks]),
+    }}
+
+
+def _fields(item: Any) -> Any:
+    if is_dataclass(item) and not isinstance(item, type):
+        return asdict(item)
+    return vars(item) if hasattr(item, "__dict__") else item
+
+
+def comparable_parts(declared: Sequence[str]) -> tuple[str, ...]:
+    """The fingerprint parts that must agree for ``compare``: the benchmark's and the shared part."""
+    return (*declared, SHARED)
+
+
+def run_fingerprint(config: RunConfig, benchmark: Any) -> dict[str, Any]:
+    """A run's fingerprint, the one way every command makes it: the benchmark's own parts, the
+    shared part (:func:`shared_parts`, which no benchmark can override), the endpoints'
+    response settings (``RunConfig.response_parts``) and the subset of the data a run took
+    (``evalnb run --limit``, :mod:`evalnb.core.subset`)."""
+    parts: dict[str, Any] = dict(benchmark.fingerprint_parts())
+    return fingerprint(parts | shared_parts(config, benchmark) | config.response_parts()
+                       | subset.fingerprint_part(config.subset))

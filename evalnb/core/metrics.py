@@ -13,6 +13,13 @@ them out (``"exclude"``) or counts them as 0 (``"zero"``).
 Each mean also carries its ``ratio_form`` (:class:`evalnb.core.clustered.RatioForm`): the same
 number as sums of per-item numerators and denominators, from which its standard errors, clustered
 standard error and cluster bootstrap are computed (a count has none).
+
+A metric over named per-item channels (``correct``, ``attempted``) declares the channels it
+reads, and says what it is (``channel_ratio``; :func:`evalnb.core.clustered.channel_form` gives
+its form):
+
+    Metric("correct_given_attempted", "...", ratio("correct", "attempted"),
+           channels=("correct", "attempted"))
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import numpy as np
 
 from evalnb.core import stats
 from evalnb.core.clustered import RatioForm, cells
-from evalnb.core.types import MetricFn
+from evalnb.core.types import ChannelMetricFn, MetricFn
 
 
 def _with_form(fn: MetricFn, form: Callable[[np.ndarray, Mapping[str, np.ndarray]], RatioForm]) -> MetricFn:
@@ -114,3 +121,34 @@ def count_items_scored() -> MetricFn:
     def count_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
         return (~np.isnan(values)).any(axis=-2).sum(axis=-1).astype(float)
     return count_fn
+
+
+# --- metrics over named per-item channels (Metric.channels; ItemResults.channels) -------------------
+
+def channel_mean(channel: str, *, missing: str = "exclude") -> ChannelMetricFn:
+    """The mean of one channel over every repeat and item: declare it with
+    ``Metric(..., channel_mean("correct"), channels=("correct",))``."""
+    def channel_mean_fn(values: np.ndarray, strata: Mapping[str, np.ndarray], **channels: np.ndarray) -> np.ndarray:
+        return stats.cell_mean(channels[channel], missing=missing)
+    channel_mean_fn.channel_ratio = (channel, None)   # type: ignore[attr-defined]  # see ratio()
+    return channel_mean_fn
+
+
+def ratio(numerator: str, denominator: str) -> ChannelMetricFn:
+    """sum(numerator) / sum(denominator) over every repeat and item (cells where either is NaN
+    left out; NaN when the denominator sums to 0): e.g. correct given attempted,
+    ``Metric(..., ratio("correct", "attempted"), channels=("correct", "attempted"))``. A ratio
+    of sums, not a mean of per-item ratios, and resampled as one: its interval comes from the
+    same bootstrap replicates as every other metric."""
+    def ratio_fn(values: np.ndarray, strata: Mapping[str, np.ndarray], **channels: np.ndarray) -> np.ndarray:
+        top, bottom = channels[numerator], channels[denominator]
+        present = ~(np.isnan(top) | np.isnan(bottom))
+        total = np.where(present, top, 0.0).sum(axis=(-2, -1))
+        base = np.where(present, bottom, 0.0).sum(axis=(-2, -1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(base > 0, total / np.where(base > 0, base, 1.0), np.nan)
+    # What the function is, for a reader that needs its form rather than its value (a standard
+    # error, a clustered design): sum(numerator cells) / sum(denominator cells); a channel mean
+    # says (channel, None): its present cells over their count.
+    ratio_fn.channel_ratio = (numerator, denominator)   # type: ignore[attr-defined]
+    return ratio_fn

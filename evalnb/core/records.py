@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from evalnb.core.errors import DataError
 from evalnb.core.redaction import redact_values
 from evalnb.core.types import FAILED_ENDPOINT
+from evalnb.core.validation import stored_record_problem
 
 
 def write_json(path: Path, value: Any, *, indent: int | None = 2) -> None:
@@ -83,6 +84,9 @@ def read_json_if_exists(path: Path) -> Any:
     return json.loads(path.read_text("utf-8")) if path.exists() else None
 
 
+_REPORTED: set[tuple[Path, int]] = set()   # stores whose unreadable lines were reported
+
+
 class JsonlStore:
     """One stage's records, keyed by ``record["key"]``."""
 
@@ -98,6 +102,7 @@ class JsonlStore:
             return {}
         self._heal()
         records: dict[str, dict[str, Any]] = {}
+        unreadable: list[str] = []
         for number, line in enumerate(self.path.read_bytes().split(b"\n"), start=1):
             if not line.strip():
                 continue
@@ -105,8 +110,19 @@ class JsonlStore:
             if record is None:
                 raise DataError(str(self.path), "corrupt record (not a JSON object with a key)",
                                 line=number)
+            if problem := stored_record_problem(record):   # an older version's line: its call is made again
+                unreadable.append(f"line {number} ({record['key']}): {problem}")
+                continue
             if endpoint_failures or record.get("status") != FAILED_ENDPOINT:
                 records[record["key"]] = record
+        if unreadable and (self.path, len(unreadable)) not in _REPORTED:
+            from evalnb.core.progress import say
+
+            _REPORTED.add((self.path, len(unreadable)))   # once per process, not at every load
+
+            say(f"WARNING: {self.path}: {len(unreadable)} record(s) do not follow the record rule and are "
+                f"left out (their calls are made again): {'; '.join(unreadable[:3])}"
+                + (" ..." if len(unreadable) > 3 else ""))
         return records
 
     def _heal(self) -> None:

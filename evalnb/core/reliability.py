@@ -83,13 +83,10 @@ def _resample(n_items: int, n_boot: int, seed: int, clusters: tuple[Any, ...] | 
 
 
 def percentile(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
-    finite = np.round(np.asarray(values, dtype=float), 12)   # no -8e-18 where a replicate is 0
-    finite = finite[np.isfinite(finite)]
-    if not len(finite):
-        return None, None
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(finite, [alpha, 1 - alpha])
-    return float(low), float(high)
+    """The percentile interval of :mod:`evalnb.core.clustered`, of values rounded to 12
+    decimals first (no -8e-18 where a replicate is 0)."""
+    from evalnb.core.clustered import percentile_interval
+    return percentile_interval(np.round(np.asarray(values, dtype=float), 12), confidence)
 
 
 def finite(value: Any) -> float | None:

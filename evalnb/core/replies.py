@@ -73,6 +73,7 @@ def embedded_json(text: str, opener: str) -> list[Any]:
 
 
 def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object in ``text``, left to right (prose and code fences ignored)."""
     return embedded_json(text, "{")
 
 

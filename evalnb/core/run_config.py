@@ -17,7 +17,7 @@ from evalnb.core.types import RetryPolicy
 class QuietDefault:
     """A benchmark option's default that is left out of the resolved options (and so of
     config.json and scores.json) while in force: adding such an option to a benchmark changes
-    nothing a run that does not use it records (WildTrace's ``repeats: 1``). The benchmark reads
+    nothing a run that does not use it records (a benchmark's ``repeats: 1``). The benchmark reads
     it with ``config.options.get(key, default)``."""
 
     value: Any
@@ -58,6 +58,12 @@ class EndpointConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
+    """A run's resolved parameters, checked and secret-free. A benchmark reads ``data`` (its
+    data file, an absolute path), ``options`` (its own ``OPTIONS`` keys, resolved: paths in
+    ``PATH_OPTIONS`` made absolute), ``model`` (the contestant's endpoint), ``judges`` and
+    :meth:`judge_roles`, and raises :meth:`error` for a bad option. Keys are never in it: only
+    the names of the variables that hold them."""
+
     benchmark: str
     run_name: str
     output_dir: Path

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from evalnb.core.types import Metric, MetricFn
+from evalnb.core.types import ChannelMetricFn, Metric, MetricFn
 
 N_BOOT = 10_000
 CONFIDENCE = 0.95
@@ -67,10 +67,11 @@ def strata_columns(strata: Sequence[str] | None, n: int) -> dict[str, np.ndarray
     return {label: np.flatnonzero(labels == label) for label in sorted(set(labels.tolist()))}
 
 
-def _replicates(matrix: np.ndarray, groups: Mapping[str, np.ndarray], n_boot: int,
+def _replicates(stack: np.ndarray, groups: Mapping[str, np.ndarray], n_boot: int,
                 rng: np.random.Generator) -> Any:
-    """Blocks of resampled matrices, shape (rows, repeats, items)."""
-    repeats, n = matrix.shape
+    """Blocks of resampled matrices, shape (layers, rows, repeats, items): the score matrix and
+    each channel (``stack``'s layers) resampled by the same draws."""
+    _, repeats, n = stack.shape
     rows = max(1, _CHUNK // max(1, repeats * n))
     for start in range(0, n_boot, rows):
         b = min(rows, n_boot - start)
@@ -78,16 +79,39 @@ def _replicates(matrix: np.ndarray, groups: Mapping[str, np.ndarray], n_boot: in
         for idx in groups.values():
             columns[:, idx] = idx[rng.integers(0, len(idx), size=(b, len(idx)))]
         if repeats == 1:
-            yield matrix[0][columns][:, None, :]
+            yield stack[:, 0][:, columns][:, :, None, :]
         else:
             rows_drawn = rng.integers(0, repeats, size=(b, repeats, n))
-            yield matrix[rows_drawn, columns[:, None, :]]
+            yield stack[:, rows_drawn, columns[:, None, :]]
 
 
-def interval_estimates(values: Any, metrics: Mapping[str, MetricFn], *, strata: Sequence[str] | None = None,
-                       n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE) -> dict[str, Interval]:
+def _channel_stack(matrix: np.ndarray, channels: Mapping[str, Any] | None) -> tuple[np.ndarray, dict[str, int]]:
+    """``matrix`` with every channel stacked under it (same shape), and each channel's layer."""
+    named = dict(channels or {})
+    layers = [matrix]
+    for name, value in named.items():
+        layer = np.asarray(value, dtype=float)
+        layer = layer[None, :] if layer.ndim == 1 else layer
+        if layer.shape != matrix.shape:
+            raise ValueError(f"channel {name!r}: shape {layer.shape}, expected {matrix.shape} like the scores")
+        layers.append(layer)
+    return np.stack(layers), {name: i for i, name in enumerate(named, start=1)}
+
+
+def _call(fn: Any, sample: np.ndarray, groups: Mapping[str, np.ndarray], reads: Sequence[str],
+          layer: Mapping[str, int]) -> Any:
+    """``fn`` on one (stacked) sample: the scores, the strata, and the channels it reads by name."""
+    return fn(sample[0], groups, **{name: sample[layer[name]] for name in reads})
+
+
+def interval_estimates(values: Any, metrics: Mapping[str, MetricFn | ChannelMetricFn], *,
+                       strata: Sequence[str] | None = None, n_boot: int = N_BOOT, seed: int = 0,
+                       confidence: float = CONFIDENCE, channels: Mapping[str, Any] | None = None,
+                       reads: Mapping[str, Sequence[str]] | None = None) -> dict[str, Interval]:
     """For each metric, its value on ``values`` (repeats x items, or one row of items) and its
-    percentile bootstrap interval, all metrics from the same replicates (see the module doc)."""
+    percentile bootstrap interval, all metrics from the same replicates (see the module doc).
+    ``channels`` (name -> a matrix shaped like ``values``) are resampled with it, and a metric
+    gets those ``reads`` names for it as keyword arguments."""
     if not metrics:
         return {}
     matrix = np.asarray(values, dtype=float)
@@ -98,12 +122,15 @@ def interval_estimates(values: Any, metrics: Mapping[str, MetricFn], *, strata: 
         return {name: Interval(None, None, None, 0, n_boot, seed, confidence, repeats=repeats, strata=0)
                 for name in metrics}
     groups = strata_columns(strata, n)
+    stack, layer = _channel_stack(matrix, channels)
+    reads = reads or {}
     draws: dict[str, list[np.ndarray]] = {name: [] for name in metrics}
     with np.errstate(invalid="ignore", divide="ignore"):
-        for sample in _replicates(matrix, groups, n_boot, np.random.default_rng(seed)):
+        for sample in _replicates(stack, groups, n_boot, np.random.default_rng(seed)):
             for name, fn in metrics.items():
-                draws[name].append(np.asarray(fn(sample, groups), dtype=float).reshape(len(sample)))
-        points = {name: _number(fn(matrix, groups)) for name, fn in metrics.items()}
+                value = _call(fn, sample, groups, reads.get(name, ()), layer)
+                draws[name].append(np.asarray(value, dtype=float).reshape(sample.shape[1]))
+        points = {name: _number(_call(fn, stack, groups, reads.get(name, ()), layer)) for name, fn in metrics.items()}
     alpha = (1 - confidence) / 2
     out = {}
     for name in metrics:
@@ -116,18 +143,28 @@ def interval_estimates(values: Any, metrics: Mapping[str, MetricFn], *, strata: 
 
 
 def metric_intervals(values: Any, metrics: Sequence[Metric], *, strata: Sequence[str] | None = None,
-                     n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE) -> dict[str, Interval]:
+                     n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE,
+                     channels: Mapping[str, Any] | None = None) -> dict[str, Interval]:
     """:func:`interval_estimates` for declared metrics (those with ``interval``); the others get
-    their value only."""
+    their value only. ``channels``: the run's per-item channels (``ItemResults.channels``),
+    of which each metric reads those it declares."""
+    channels = channels or {}
+    for metric in metrics:
+        if missing := [c for c in metric.channels if c not in channels]:
+            raise ValueError(f"metric {metric.name!r} reads channel(s) {', '.join(missing)}, which the results do "
+                             f"not have ({', '.join(channels) or 'none'})")
     with_ci = {m.name: m.fn for m in metrics if m.interval}
-    out = interval_estimates(values, with_ci, strata=strata, n_boot=n_boot, seed=seed, confidence=confidence)
+    reads = {m.name: m.channels for m in metrics}
+    out = interval_estimates(values, with_ci, strata=strata, n_boot=n_boot, seed=seed, confidence=confidence,
+                             channels=channels, reads=reads)
     matrix = np.asarray(values, dtype=float)
     matrix = matrix[None, :] if matrix.ndim == 1 else matrix
     groups = strata_columns(strata, matrix.shape[-1]) if matrix.size else {}
+    stack, layer = _channel_stack(matrix, channels) if matrix.size else (matrix, {})
     for metric in metrics:
         if not metric.interval:
             with np.errstate(invalid="ignore", divide="ignore"):
-                value = _number(metric.fn(matrix, groups)) if matrix.size else None
+                value = _number(_call(metric.fn, stack, groups, metric.channels, layer)) if matrix.size else None
             out[metric.name] = Interval(None, None, value, matrix.shape[-1] if matrix.size else 0, 0, seed,
                                         confidence, method="no interval", repeats=len(matrix), strata=len(groups))
     return out
@@ -191,12 +228,15 @@ def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], *, n_boot: int =
                         strata=strata)
 
 
-def per_repeat(metric: Metric, values: Any, strata: Sequence[str] | None = None) -> list[float | None]:
+def per_repeat(metric: Metric, values: Any, strata: Sequence[str] | None = None,
+               channels: Mapping[str, Any] | None = None) -> list[float | None]:
     """The metric on each repeat's row alone."""
     matrix = np.asarray(values, dtype=float)
     groups = strata_columns(strata, matrix.shape[-1])
+    stack, layer = _channel_stack(matrix, channels)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return [_number(metric.fn(matrix[r:r + 1], groups)) for r in range(matrix.shape[0])]
+        return [_number(_call(metric.fn, stack[:, r:r + 1], groups, metric.channels, layer))
+                for r in range(matrix.shape[0])]
 
 
 def mean_sd(values: Sequence[float | None]) -> dict[str, float | int | None]:

@@ -36,7 +36,10 @@ never scored, and the next pass calls it again."""
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One user turn. ``temperature=None`` means the field is not sent at all."""
+    """One user turn: ``prompt``, the output budget ``max_tokens`` (sent under the endpoint's
+    ``token_param``), ``temperature`` (None: the field is not sent at all), an optional
+    ``system`` prompt and an optional ``json_schema`` for structured output where the
+    provider supports it."""
 
     prompt: str
     max_tokens: int
@@ -74,6 +77,10 @@ class Latency:
 
 @dataclass(frozen=True)
 class Completion:
+    """What an endpoint returned for one request, as every provider reads it: ``text`` (the
+    answer, never the reasoning), ``status`` (``ok``, ``refused`` or ``empty``), and metadata.
+    A benchmark's ``interpret`` gets this and returns the record's fields."""
+
     text: str
     status: CompletionStatus
     finish_reason: str | None = None
@@ -113,7 +120,12 @@ Record: TypeAlias = dict[str, Any]
 
 @dataclass(frozen=True)
 class Prepared:
-    """A call made ready: a request to send, or (``request=None``) a final record as is."""
+    """A call made ready: a request to send, or (``request=None``) a final record as is.
+
+    ``fields`` go into the record. With a request, they are the benchmark's own fields
+    (``task_id`` ...) and ``interpret`` gives ``status`` and ``text``; without one, they are the
+    whole record and must hold ``status`` and ``text`` themselves (an item out of context, an
+    answer read from a file)."""
 
     request: ChatRequest | None
     fields: Mapping[str, Any] = field(default_factory=dict)
@@ -126,6 +138,13 @@ def answer_fields(completion: Completion) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Call:
+    """One call of a stage. ``key``: unique in the stage (the store's key; a resume skips keys
+    whose record is done). ``endpoint``: ``"model"`` for the contestant, ``"judge1"`` ... for the
+    judges. ``prepare()``: run when a worker takes the call (read a document here, not before);
+    returns a :class:`Prepared`. ``interpret(completion)``: the record's fields from the
+    completion (default :func:`answer_fields`); it must return ``status`` and ``text`` (see
+    ``Record``). Neither may call a provider: the stages make the call."""
+
     key: str
     endpoint: str                                   # which provider of the pool runs it
     prepare: Callable[[], Prepared]                 # runs when a worker takes the call
@@ -162,6 +181,9 @@ class JudgeStatus(StrEnum):
 # --- declared metrics and a run's item results ----------------------------------------------------
 
 MetricFn: TypeAlias = "Callable[[np.ndarray, Mapping[str, np.ndarray]], np.ndarray]"
+ChannelMetricFn: TypeAlias = "Callable[..., np.ndarray]"
+"""A metric function that also reads named per-item channels: ``fn(values, strata, **channels)``,
+each channel an array shaped like ``values`` (a :class:`Metric` with ``channels`` set)."""
 
 
 @dataclass(frozen=True)
@@ -172,14 +194,21 @@ class Metric:
     item has no score of its own) and ``strata`` (stratum label -> the column indices of its
     items), and returns the metric over the last two axes, shape ``(...)``. Resampling keeps
     every column in its stratum, so the same ``strata`` hold for every bootstrap replicate.
+
+    ``channels`` names the per-item channels (:attr:`ItemResults.channels`) the metric reads
+    besides ``values``: each is passed to ``fn`` as a keyword argument of that name, an array
+    shaped like ``values`` and resampled with it (the same items, the same repeats), so
+    ``fn(values, strata, correct=..., attempted=...)``. A ratio of two channels is
+    :func:`evalnb.core.metrics.ratio`.
     """
 
     name: str                 # short id: a column of the leaderboard, a key of scores.json "metrics"
     label: str                # what a reader is told it is
-    fn: MetricFn
+    fn: MetricFn | ChannelMetricFn
     headline: bool = False    # shown first, in the headline table and the leaderboard figure
     partial: bool = False     # defined on an incomplete run too (else null until complete)
     interval: bool = True     # a bootstrap interval makes sense (not for a count)
+    channels: tuple[str, ...] = ()   # the ItemResults channels fn reads, by keyword
 
 
 @dataclass(frozen=True)
@@ -193,7 +222,10 @@ class ItemResults:
     chance at it (a file-fed answer existed, the document fitted); ``judges`` holds each
     item's per-judge (or per-rater-run) scores, for agreement. ``clusters`` names each item's
     cluster, the unit of randomisation it shares with others (reading 31: the corpus document
-    a task asks about); an item it does not name is its own cluster, the default.
+    a task asks about); an item it does not name is its own cluster, the default. ``channels``
+    holds named per-item outcomes besides the score (``correct``, ``attempted``: 1.0 or 0.0, NaN
+    where the item has none yet), each repeats x items like ``values`` and in the same order; a
+    :class:`Metric` reads those it names in its ``channels``.
     """
 
     ids: tuple[str, ...]
@@ -204,6 +236,7 @@ class ItemResults:
     strata: Mapping[str, str] = field(default_factory=dict)      # item -> stratum label ("" none)
     judges: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     clusters: Mapping[str, str] = field(default_factory=dict)    # item -> cluster label (default: itself)
+    channels: Mapping[str, list[list[float]]] = field(default_factory=dict)   # name -> repeats x items
 
     @property
     def repeats(self) -> int:
@@ -248,7 +281,13 @@ _SECTIONS: dict[str, type[Fact] | type[Passage] | type[Table]] = {
 
 @dataclass(frozen=True)
 class ItemEvidence:
-    """One item's evidence, as its benchmark declares it; every view renders this alone."""
+    """One item's evidence, as its benchmark declares it; every view renders this alone.
+
+    ``ItemEvidence(item_id, status, score, judges, sections)``: the item's id and status, its
+    score (None while unscored), its per-judge scores (judge label -> score or None; ``{}``
+    without judges) and the sections a reviewer reads, in order (:class:`Fact`,
+    :class:`Passage`, :class:`Table`).
+    """
 
     item_id: str
     status: str

@@ -23,7 +23,7 @@ from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.benchmarks.base import contestant_label
 from evalnb.core.types import ItemResults, Metric
 from evalnb.core.errors import ConfigError, FingerprintMismatch
-from evalnb.core.fingerprint import change_lines
+from evalnb.core.fingerprint import change_lines, comparable_parts
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.metric_n import items_read
 from evalnb.core.tables import Estimate, Layout, estimates_layout, readable
@@ -175,7 +175,7 @@ def comparable_runs(runs: Sequence[str | Path], max_failed: float = DEFAULT_MAX_
     for record in records:
         if refusal := did_not_run(record.dir, record.results(bench).statuses, max_failed):
             raise ConfigError(refusal)
-    check_comparable(records, (*bench.COMPARABLE_PARTS, "subset"))   # a --limit run never against a full one
+    check_comparable(records, (*comparable_parts(bench.COMPARABLE_PARTS), "subset"))   # a --limit run never against a full one
     models = [r.model for r in records]
     labels: list[str] = []
     for i, r in enumerate(records):   # a model run twice is told apart by its run directory
@@ -217,7 +217,7 @@ def intervals(cmp: Comparison, run: RunRecord) -> dict[str, stats.Interval]:
     """Every metric the benchmark declares, with the compare's bootstrap settings."""
     results = run.results(cmp.benchmark)
     return stats.metric_intervals(results.values, cmp.benchmark.metrics(), strata=_strata(results),
-                                  n_boot=cmp.n_boot, seed=cmp.seed)
+                                  n_boot=cmp.n_boot, seed=cmp.seed, channels=results.channels)
 
 
 def headline_metrics(cmp: Comparison) -> list[Metric]:
@@ -309,7 +309,8 @@ def repeats_table(cmp: Comparison) -> pd.DataFrame:
             continue
         for metric in headline_metrics(cmp):
             rows.append({"model": run.label, "number": metric.name,
-                         **stats.mean_sd(stats.per_repeat(metric, results.values, _strata(results)))})
+                         **stats.mean_sd(stats.per_repeat(metric, results.values, _strata(results),
+                                                                    results.channels))})
     table = pd.DataFrame(rows, columns=["model", "number", "mean", "sd", "n"])
     cmp.tables["repeats"] = table
     return readable(table, Layout(empty="No run has repeats (each item answered once)."))
@@ -391,7 +392,7 @@ def save_compare(cmp: Comparison) -> Saved:
         **({"suite": cmp.suite} if cmp.suite else {}),
         **({"panel_b": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256")}
                         for r in cmp.panel_b]} if cmp.panel_b else {}),
-        "comparable_parts": list(cmp.benchmark.COMPARABLE_PARTS), "n_boot": cmp.n_boot, "seed": cmp.seed,
+        "comparable_parts": list(comparable_parts(cmp.benchmark.COMPARABLE_PARTS)), "n_boot": cmp.n_boot, "seed": cmp.seed,
         "threshold": cmp.threshold,
         "tables": {name: json.loads(table.reset_index(drop=_unnamed_index(table)).to_json(orient="records")) for name, table in cmp.tables.items()}})
     return Saved(cmp.out, ("compare.json", *(f"{name}.csv" for name in cmp.tables)))

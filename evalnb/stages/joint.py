@@ -33,9 +33,10 @@ class Joint:
     seed: int
 
 
-def aligned(results: ItemResults, ids: Sequence[str]) -> np.ndarray:
-    """The run's repeats x items matrix, its columns in the order of ``ids``."""
-    matrix = np.asarray(results.values, dtype=float)
+def aligned(results: ItemResults, ids: Sequence[str], channel: str | None = None) -> np.ndarray:
+    """The run's repeats x items matrix (or that of one of its named channels), its columns in
+    the order of ``ids``."""
+    matrix = np.asarray(results.values if channel is None else results.channels[channel], dtype=float)
     matrix = matrix[None, :] if matrix.ndim == 1 else matrix
     where = {item: j for j, item in enumerate(results.ids)}
     out = np.full((matrix.shape[0], len(ids)), np.nan)
@@ -65,8 +66,9 @@ def forms_of(runs: Sequence[tuple[str, ItemResults]], metrics: Sequence[Metric])
     with np.errstate(invalid="ignore", divide="ignore"):
         for label, results in runs:
             matrix = aligned(results, ids)
+            channels = {name: aligned(results, ids, name) for name in results.channels}
             for metric in metrics:
-                form = clustered.form_of(metric.fn, matrix, groups) if ids else None
+                form = clustered.form_of(metric.fn, matrix, groups, channels) if ids else None
                 if form is not None:
                     forms[(label, metric.name)] = form
     kept = [m for m in metrics if all((label, m.name) in forms for label, _ in runs)]

@@ -26,12 +26,13 @@ from evalnb.core.errors import ConfigError, EndpointFailure
 from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
-from evalnb.core.fingerprint import check_or_record, fingerprint
+from evalnb.core.fingerprint import check_or_record, run_fingerprint
 from evalnb.core.prompts import read_prompts, write_prompts
 from evalnb.core.manifest import stage_entry, store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
 from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, read_lines, write_json
 from evalnb.core.types import CALL_STAGES, Call, Record
+from evalnb.core.validation import checked_calls
 from evalnb.execution import run_stage_calls
 from evalnb.execution.batch.journal import in_flight
 from evalnb.execution.batch.views import stage_manifest
@@ -158,9 +159,7 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
     warnings = benchmark.warnings
     if not lock.is_stage_kernel(config.output_dir):
         benchmark.check_documents()   # a stage kernel's evalnb checked them moments ago
-    run = Run(config, benchmark, benchmark.tasks,
-              fingerprint(benchmark.fingerprint_parts() | config.response_parts() | subset.fingerprint_part(config.subset)),
-              warnings)
+    run = Run(config, benchmark, benchmark.tasks, run_fingerprint(config, benchmark), warnings)
     register_secret_values(e.api_key_env for e in (config.model, *config.judges))
     if hold_lock:
         run.lock = lock.acquire(run.dir, "evalnb run")   # refused if another process runs here
@@ -222,6 +221,7 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
     """Run the stage's calls and record them, then ``after``; an endpoint failure (reading 30) ends it there."""
     started, before = utc_now(), len(read_lines(run.path(f"{name}.jsonl")))   # this pass's lines come after
     store = JsonlStore(run.path(f"{name}.jsonl"))
+    calls = checked_calls(calls, type(run.benchmark).NAME, name, type(run.benchmark).STATUSES)   # bad records fail their call
     counts = run_blocking(lambda: run_stage_calls(
         calls, endpoints, store, run.dir, policy=run.config.retry, concurrency=run.config.concurrency, done=done,
         stage=name, budget=Budget.open(run.config)))   # the ceiling, with what the records say is spent

@@ -30,7 +30,7 @@ from typing import Any
 
 from evalnb.benchmarks import Benchmark
 from evalnb.core.errors import EvalnbError
-from evalnb.core.fingerprint import fingerprint
+from evalnb.core.fingerprint import fingerprint, run_fingerprint
 from evalnb.core.manifest import store_digest
 from evalnb.core.jsondiff import as_json, difference_lines, differences, short
 from evalnb.core.records import JsonlStore, read_json_if_exists, write_json
@@ -47,7 +47,8 @@ REPLY_STATUSES = {"ok": "ok", "refused": "refused", "empty": "empty", "failed_pa
 # Which inputs a fingerprint part stands for, for the message when it no longer matches.
 PART_INPUTS = {"tasks": "the data file", "prompts": "the prompt files", "likert": "the likert scale file",
                "contestant": "the answers file (responses, predictions or traces)",
-               "judge_prompt": "the judge prompt file", "autorater": "the autorater prompt or scale file"}
+               "judge_prompt": "the judge prompt file", "autorater": "the autorater prompt or scale file",
+               "shared": "the data file, the prompts, the judge panel or the retry policy"}
 
 
 class Unchecked(str):
@@ -86,7 +87,7 @@ def open_recorded(run_dir: Path, scratch: Path, sets: Sequence[str], label: str)
     except EvalnbError as e:
         return Unchecked(f"{_name(run_dir, label, 'config.json')}: could not check: the run's inputs cannot be read "
                          f"({e}); give where they are now with --set KEY=PATH")
-    run = Run(config, benchmark, benchmark.tasks, fingerprint(benchmark.fingerprint_parts()), benchmark.warnings)
+    run = Run(config, benchmark, benchmark.tasks, run_fingerprint(config, benchmark), benchmark.warnings)
     shadow = Run(replace(config, output_dir=scratch), benchmark, benchmark.tasks, run.fingerprint, run.warnings)
     return run, shadow
 

@@ -38,7 +38,7 @@ def uncertainty_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
         row = {"metric": name, "value": estimate_text(metric.get("value"), ci.get("low"), ci.get("high")),
                "n": entry["n"], "se": entry["se"], "clustered_se": entry["clustered_se"],
                "design_effect": entry["design_effect"]}
-        if "within_item_variance" in entry:   # contestant repeats (WildTrace repeats: K)
+        if "within_item_variance" in entry:   # contestant repeats (a benchmark's repeats: K)
             row["repeats"], row["within_item_variance"] = entry["repeats"], entry["within_item_variance"]
         if "cluster_ci" in entry:
             cluster_ci = entry["cluster_ci"]

@@ -240,6 +240,9 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
                 "condensation": {"max_output_chars": o["max_output_chars"],
                                  "max_trajectory_chars": o["max_trajectory_chars"]}}
 
+    def prompts(self) -> Mapping[str, str]:
+        return {"rating": self.prompt.text}
+
     def fingerprint_parts(self) -> dict[str, Any]:
         return {
             "rating": {**self.judge_config(), "date": self.rating_date},

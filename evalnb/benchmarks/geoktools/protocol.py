@@ -232,6 +232,9 @@ class GeoKToolsProtocol(BaseBenchmark):
                 "structured_output_schema": JUDGE_SCHEMA,
                 "exact_match_first": True}
 
+    def prompts(self) -> Mapping[str, str]:   # the deterministic scorer sends none
+        return {} if self.judge_prompt is None else {"judge_system": self.judge_prompt.text, "judge_user": JUDGE_PROMPT}
+
     def fingerprint_parts(self) -> dict[str, Any]:
         shas = [p.sha256 for p in self.predictions]
         config = self.config

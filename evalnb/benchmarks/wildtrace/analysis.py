@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from evalnb.benchmarks.base import judge_table
 from evalnb.benchmarks.wildtrace.imported import report_table
 from evalnb.benchmarks.wildtrace.repeats import repeat_key
-from evalnb.benchmarks.wildtrace.protocol import WildTraceProtocol, points_awarded, read_tasks
+from evalnb.benchmarks.wildtrace.protocol import (ANSWER_PROMPT, JUDGE_PROMPT, WildTraceProtocol, points_awarded,
+                                                  read_tasks)
 from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, RunScores, Table
 
@@ -44,6 +45,11 @@ class WildTrace(WildTraceProtocol):
                   "distributions, usage, and each task's evidence: document route, answer, rubric and every "
                   "judge's reply (`tasks.html` has every task whole).",
     }
+
+    def record_prompts(self) -> dict[str, str]:
+        """The templates as sent, placeholders unfilled (written to the run's prompts/ folder)."""
+        answered = {} if self.imported is not None else {"answer": ANSWER_PROMPT}   # imported answers: no answer prompt
+        return {**answered, "judge": JUDGE_PROMPT}
 
     def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
                  scores: Mapping[str, Any]) -> list[ItemEvidence]:

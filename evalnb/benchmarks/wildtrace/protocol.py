@@ -262,10 +262,8 @@ class WildTraceProtocol(BaseBenchmark):
                 self.corpus.check_utf8(task.corpus_file, Where(str(self.config.data), task=task.task_id))
                 checked.add(task.corpus_file)
 
-    def record_prompts(self) -> dict[str, str]:
-        """The templates as sent, placeholders unfilled (written to the run's prompts/ folder)."""
-        answered = {} if self.imported is not None else {"answer": ANSWER_PROMPT}   # imported answers: no answer prompt
-        return {**answered, "judge": JUDGE_PROMPT}
+    def prompts(self) -> Mapping[str, str]:
+        return prompt_texts()
 
     def fingerprint_parts(self) -> dict[str, Any]:
         config = self.config

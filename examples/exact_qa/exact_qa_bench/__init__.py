@@ -16,17 +16,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, BaseBenchmark, metric_ci, metric_value, score_or_nan
-from evalnb.core import stats
-from evalnb.core.data import Where, read_jsonl, record_id, require, unique_ids
-from evalnb.core.types import Call, ChatRequest, Fact, ItemEvidence, ItemResults, Metric, Passage, Prepared, Record
+from evalnb.api import (BOOTSTRAP_OPTIONS, BaseBenchmark, Call, ChatRequest, Fact, ItemEvidence, ItemResults, Metric,
+                        Passage, Prepared, Record, RunConfig, Where, cell_mean, metric_ci, metric_value, new_figure,
+                        read_jsonl, record_id, require, score_or_nan, unique_ids)
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from evalnb.config import RunConfig
-    from evalnb.core.figures import ReportFigure
+    from evalnb.api import ReportFigure
 
 PROMPT = "Answer with the answer alone: no sentence, no explanation.\n\nQuestion: {question}"
 SCORING = "exact_qa/1: lower case, punctuation and the articles a/an/the removed, spaces collapsed; 1 if equal"
@@ -65,7 +63,7 @@ def task_score(answer: str | None, golden: str) -> int:
 
 
 def _accuracy(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
-    return stats.cell_mean(values)
+    return cell_mean(values)
 
 
 METRICS = (Metric("accuracy", "accuracy: share of questions answered exactly", _accuracy, headline=True),)
@@ -143,8 +141,6 @@ class ExactQA(BaseBenchmark):
 
     @classmethod
     def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
-        from evalnb.core.figures import new_figure
-
         fig = new_figure((4, 3))
         ax = fig.subplots()
         value, ci = metric_value(scores, "accuracy"), metric_ci(scores, "accuracy") or {}
