@@ -144,7 +144,6 @@ class GeoKToolsProtocol(BaseBenchmark):
                                            "failed_transient", "pending")
     ITEM: ClassVar[type] = GeoCase
     ITEM_NOUN: ClassVar[str] = "case"
-    ITEM_NOUN_PLURAL: ClassVar[str] = "cases"
     CLUSTER_NOUN: ClassVar[str | None] = "case"   # reading 31: the case, within its K stratum; agent runs are repeats within it
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
