@@ -6,6 +6,7 @@ import copy
 import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +74,54 @@ def offline_params(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
 
 def sample_tasks() -> list[dict[str, Any]]:
     return json.loads((SAMPLE / "tasks.json").read_text("utf-8"))["tasks"]
+
+
+@dataclass(frozen=True)
+class DemoOutputs:
+    """One `evalnb demo` of the session (tests/test_notebooks.py, tests/test_publication.py):
+    its folder, exit code, and what it and its kernels printed (``out``, ``err``, as a capture
+    fixture's ``readouterr()`` gives them). Tests read it, and write nothing into it."""
+
+    dir: Path
+    code: int
+    out: str
+    err: str
+
+    @property
+    def printed(self) -> str:
+        return self.err + self.out
+
+
+@pytest.fixture(scope="session")
+def demo_outputs(tmp_path_factory: pytest.TempPathFactory) -> DemoOutputs:
+    """`evalnb demo` run once for the session (a minute or two): a non-inline backend inherited by
+    the kernels, quota ledgers of its own, and what the demo and its kernels print (their file
+    descriptors, and Python's streams: standard output and error apart) kept for the tests."""
+    import contextlib
+    import os
+    import sys
+
+    from evalnb.app.main import main
+
+    out = tmp_path_factory.mktemp("demo")
+    logs = tmp_path_factory.mktemp("demo-log")
+    with pytest.MonkeyPatch.context() as patch, open(logs / "out.txt", "w+", encoding="utf-8") as out_sink, \
+            open(logs / "err.txt", "w+", encoding="utf-8") as err_sink:
+        patch.setenv("MPLBACKEND", "Agg")
+        patch.setenv("EVALNB_QUOTA_DIR", str(logs / "quota-ledgers"))
+        saved = os.dup(1), os.dup(2)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(out_sink.fileno(), 1)
+        os.dup2(err_sink.fileno(), 2)
+        try:
+            with contextlib.redirect_stdout(out_sink), contextlib.redirect_stderr(err_sink):
+                code = main(["demo", "--outputs", str(out)])
+        finally:
+            out_sink.flush()
+            err_sink.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+    return DemoOutputs(out, code, (logs / "out.txt").read_text("utf-8"), (logs / "err.txt").read_text("utf-8"))

@@ -210,8 +210,12 @@ def test_notebook_tasks_section_lists_every_item_and_shows_the_extremes(tmp_path
     for item in view.items:
         assert f"<td>{html.escape(item.item_id)}</td>" in page
     from evalnb.stages.evidence import lowest_scoring, most_disagreed
-    low, spread = lowest_scoring(view.items), most_disagreed(view.items)
-    assert len(low) == 5 and len(spread) == 5
+    low = lowest_scoring(view.items)
+    spread = most_disagreed(view.items, shown=low)
+    # Issue 27: the most-disagreed list holds only items that disagree at all, none already shown.
+    disagreeing = [i for i in view.items if i.disagreement and i not in low]
+    assert len(low) == 5 and len(spread) == min(5, len(disagreeing))
+    assert all(i.disagreement > 0 for i in spread) and not {i.item_id for i in spread} & {i.item_id for i in low}
     assert [i.score for i in low] == sorted(i.score for i in view.items if i.score is not None)[:5]
     for item in (*low, *spread):
         assert f'id="evidence-{item.item_id}"' in page

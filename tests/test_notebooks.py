@@ -9,11 +9,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from evalnb.app.main import main
 from tests.test_cli_runs import check_demo_in_the_terminal
 from evalnb.app.notebooks import COMPARE_NOTEBOOK, notebook_for
 from evalnb.core.types import STAGES
-from tests.conftest import ROOT
+from tests.conftest import ROOT, DemoOutputs
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -52,15 +51,15 @@ def about_output(notebook: Path) -> str:
                 and "evalnb.about" in c.source for o in c.outputs if "text/markdown" in o.get("data", {}))
 
 
-def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutputs,
                                                          capfd: pytest.CaptureFixture[str]) -> None:
-    # A non-inline backend inherited by the kernel must not drop the figures.
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    assert main(["demo", "--outputs", str(tmp_path)]) == 0
+    # A non-inline backend inherited by the kernel must not drop the figures (the fixture sets
+    # MPLBACKEND=Agg for the demo and its kernels).
+    tmp_path = demo_outputs.dir
+    assert demo_outputs.code == 0
     # Issue 18: every kernel of the demo, the compare's too, on Unix sockets: no TCP, no warning
-    # (what the kernels print reaches this process's descriptors).
-    printed = capfd.readouterr()
-    assert "TCP" not in printed.err + printed.out and "WARNING" not in printed.err + printed.out
+    # (what the kernels print reaches this process's descriptors, kept by the fixture).
+    assert "TCP" not in demo_outputs.printed and "WARNING" not in demo_outputs.printed
     run = tmp_path / "demo-wildtrace"
     for stage in STAGES:
         assert (run / notebook_for(stage).name).exists()
@@ -76,11 +75,11 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
     images = [o for c in report.cells if c.cell_type == "code" for o in c.outputs
               if "image/png" in o.get("data", {})]
     assert len(images) == 2
-    # Shown at an ordinary figure's size (matplotlib's 100 dpi: a 6 x 3.5 inch figure about 600
-    # pixels wide), not at its 150-dpi pixels; the HTML record says the same.
+    # Shown at an ordinary figure's size (matplotlib's 100 dpi: a one-column figure, 3.3 inches,
+    # 330 pixels wide), not at its 300-dpi pixels; the HTML record says the same.
     for image in images:
         size = image.metadata["image/png"]
-        assert 500 <= size["width"] <= 680 and 250 <= size["height"] <= 420, size
+        assert size["width"] == 330 and 180 <= size["height"] <= 420, size
     assert f'width="{images[0].metadata["image/png"]["width"]}"' in (run / "04_report.html").read_text()
     assert (run / "figures" / "score_histogram.pdf").exists()
     assert "data:image/png;base64" in (run / "04_report.html").read_text()
@@ -150,7 +149,7 @@ def test_demo_through_papermill_writes_a_complete_record(tmp_path: Path, monkeyp
         assert sum("image/png" in o.get("data", {}) for c in report.cells if c.cell_type == "code"
                    for o in c.outputs) == 2
     # Issue 26: what the terminal showed of it, and what `evalnb status` says of its folders.
-    check_demo_in_the_terminal(tmp_path, printed, capfd)
+    check_demo_in_the_terminal(tmp_path, demo_outputs, capfd)
 
 
 def test_notebooks_run_as_is_from_their_folder(tmp_path: Path) -> None:

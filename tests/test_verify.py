@@ -80,7 +80,7 @@ def notebook_output_edited(run: Path) -> None:
             if cell["cell_type"] == "code" and "evalnb.headline(run)" in "".join(cell["source"]):
                 data = cell["outputs"][0]["data"]
                 text = "".join(data["text/plain"])
-                row = text.index("\nall_tasks")   # the all_tasks row
+                row = text.index("\nAll:")   # the all_tasks row (shown by its label)
                 value = re.search(r"\b0\.\d+", text[row:])   # its value, the first fraction on the row
                 assert value is not None, text
                 data["text/plain"] = text[:row] + text[row:].replace(value.group(0), "0.999999", 1)

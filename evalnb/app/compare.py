@@ -1,5 +1,6 @@
-"""``evalnb compare`` and ``evalnb render``: the compare notebook over finished runs, through
-the same notebook path as a run's stages; paper-ready HTML of any executed record."""
+"""``evalnb compare``, ``evalnb render`` and ``evalnb export``: the compare notebook over finished
+runs, through the same notebook path as a run's stages; paper-ready HTML of any executed record;
+its tables as LaTeX, Markdown or CSV."""
 
 from __future__ import annotations
 
@@ -75,4 +76,16 @@ def render_command(folder: Path, no_input: bool) -> int:
         raise ConfigError(f"render: no executed notebooks in {folder}")
     for page in pages:
         print(page)
+    return EXIT_OK
+
+
+def export_command(folder: Path, fmt: str, output: Path | None, decimals: int | None = None) -> int:
+    from evalnb.stages.exports import export
+
+    if not folder.is_dir():
+        raise ConfigError(f"export: {folder} is not a directory")
+    if decimals is not None and not 0 <= decimals <= 6:
+        raise ConfigError(f"export: --decimals must be 0 to 6, got {decimals}")
+    for path in export(folder.resolve(), fmt, output, decimals):
+        print(path)
     return EXIT_OK

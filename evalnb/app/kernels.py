@@ -121,7 +121,7 @@ def fresh_namespace(kernel: RunKernel, cwd: Path) -> None:
 
 
 def execute_stage(kernel: RunKernel, notebook: Path, output: Path, parameters: dict[str, Any],
-                  cwd: Path) -> None:
+                  cwd: Path, parameters_file: Path | None = None) -> None:
     """``notebook`` executed by papermill into ``output`` in the run's kernel, reset first.
 
     papermill connects a new client to the kernel for every notebook and waits, each time, for
@@ -138,10 +138,38 @@ def execute_stage(kernel: RunKernel, notebook: Path, output: Path, parameters: d
         kernel.client.start_channels()
         run_sync(_connected)(kernel.client)
     _register_engine()
-    papermill.execute_notebook(
-        str(notebook), str(output), km=kernel.manager, kc=kernel.client, engine_name=ENGINE,
-        parameters=parameters, kernel_name="python3", cwd=str(cwd), progress_bar=False,
-        start_timeout=120, coalesce_streams=True)   # one tqdm bar, not a stream output per update
+    try:
+        papermill.execute_notebook(
+            str(notebook), str(output), km=kernel.manager, kc=kernel.client, engine_name=ENGINE,
+            parameters=parameters, kernel_name="python3", cwd=str(cwd), progress_bar=False,
+            start_timeout=120, coalesce_streams=True)   # one tqdm bar, not a stream output per update
+    finally:
+        if parameters_file is not None:
+            name_parameters_file(output, parameters_file, cwd)
+
+
+def name_parameters_file(record: Path, parameters_file: Path, cwd: Path) -> None:
+    """The executed record's visible parameters cell names the run's own parameters file
+    (relative to the record's folder, where its kernel ran), not the stored notebook's example
+    default: the values that ran are in the injected cell below it."""
+    import json
+    import os
+
+    import nbformat
+
+    from evalnb.core.records import write_text
+
+    if not record.exists():
+        return
+    nb = nbformat.read(record, as_version=4)
+    shown = os.path.relpath(parameters_file.resolve(), cwd.resolve())
+    for cell in nb.cells:
+        if "parameters" in cell.metadata.get("tags", []):
+            if cell.source.startswith("config = "):
+                cell.source = (f"config = {json.dumps(shown)}  # this run's parameters file; the values that ran\n"
+                               "# are in the injected cell below")
+                write_text(record, nbformat.writes(nb))
+            return
 
 
 ENGINE = "evalnb-run-kernel"

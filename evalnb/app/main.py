@@ -114,6 +114,9 @@ def _dispatch(args: argparse.Namespace) -> int:
                                                 "panels": [[str(Path(r).resolve()) for r in side.split(",") if r]
                                                            for side in args.panels] if args.panels else None})
             return compare.render_command(args.folder, args.no_input)
+        if args.command == "export":
+            from evalnb.app.compare import export_command
+            return export_command(args.folder, args.format, args.output, args.decimals)
         if args.command == "status":
             from evalnb.app.status import status_command
             return status_command(args.run_dir)

@@ -188,6 +188,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("folder", type=Path, metavar="FOLDER", help="a run or compare directory")
     p.add_argument("--no-input", action="store_true", help="hide the code cells")
 
+    p = _sub(sub, "export", "a run's or compare's tables as LaTeX, Markdown or CSV",
+             "The headline table (a run), the leaderboard, paired differences and judge agreement (a compare),\n"
+             "as booktabs LaTeX (one table environment each, with caption and label), Markdown, or CSV\n"
+             "(raw numbers). `render` writes the same into FOLDER/paper/.",
+             "evalnb export outputs/demo-compare-wildtrace --format latex -o tables.tex")
+    p.add_argument("folder", type=Path, metavar="FOLDER", help="a run or compare directory")
+    p.add_argument("--format", choices=("latex", "markdown", "csv"), default="latex", help="default: latex")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE",
+                   help="the file (for csv: a folder, one file per table); default: standard output")
+    p.add_argument("--decimals", type=int, metavar="N",
+                   help="decimals of an estimate (default 3; more where an interval is narrower)")
+
     p = _sub(sub, "demo", "run the shipped samples through the offline baselines",
              "Every shipped sample through the offline baselines from scratch (no key, no network), then\n"
              "two WildTrace runs compared and rendered for a paper.", "evalnb demo --outputs outputs")

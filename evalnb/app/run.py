@@ -99,7 +99,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
             also_import(kernel, modules_for([run.config.model, *run.config.judges]))
         if todo.execute:
             update_manifest(run.path("manifest.json"), environment=True)   # once; the stages trust it
-        failed = _execute(run, todo.execute, kernel, view)
+        failed = _execute(run, todo.execute, kernel, view, Path(params))
     finally:
         run.close()
     waiting = _batches_waiting(run.dir)
@@ -148,7 +148,8 @@ def _batches_waiting(run_dir: Path) -> str | None:
     return waiting_line(run_dir)
 
 
-def _execute(run: Any, stages: Sequence[str], kernel: Any, view: LiveView | None = None) -> bool:
+def _execute(run: Any, stages: Sequence[str], kernel: Any, view: LiveView | None = None,
+             params: Path | None = None) -> bool:
     """Each stage's notebook in turn, in the run's kernel reset to a new one's state; HTML
     written beside each record in the background. True as soon as one stage fails (its real
     cause printed)."""
@@ -162,7 +163,7 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any, view: LiveView | None
             record = run.path(notebook_for(stage).name)
             _say(view, f"evalnb: {stage} -> {record}")
             try:
-                execute_stage(kernel, notebook_for(stage), record, {"config": run.config.to_dict()}, run.dir)
+                execute_stage(kernel, notebook_for(stage), record, {"config": run.config.to_dict()}, run.dir, params)
             except PapermillExecutionError as e:
                 redact_notebook(record)
                 render_html(record)

@@ -43,7 +43,8 @@ from evalnb.core.records import read_json_if_exists
 from evalnb.stages.compare import open_compare
 from evalnb.stages import judge_retest
 from evalnb.stages.notebook_outputs import check_notebook, injected_config
-from evalnb.stages.pipeline import headline_table, judge_names, judge_status_table, status_table
+from evalnb.stages.headline import headline_table
+from evalnb.stages.pipeline import judge_names, judge_status_table, status_table
 from evalnb.stages.recompute import Recomputed, Unchecked, rebuild
 from evalnb.stages.render import provenance, render_notebook
 
@@ -178,7 +179,7 @@ def verify_compare(folder: Path, label: str, sets: Sequence[str]) -> list[str]:
         return lines + key_lines(folder, label)   # the comparison of runs that do not verify proves nothing
     options = injected_config(json.loads(notebook.read_text("utf-8")))
     with tempfile.TemporaryDirectory(prefix="evalnb-verify-") as scratch:
-        cmp = open_compare(**(dict(options or {}) | {"out": scratch}))
+        cmp = open_compare(**(dict(options or {}) | {"out": scratch, "record_dir": folder}))   # paths as recorded
         calls = {f"evalnb.{name}": functools.partial(getattr(evalnb, name), cmp) for name in COMPARE_CALLS}
         manifest = read_json_if_exists(Path(recorded["runs"][0]["dir"]) / "manifest.json") or {}
         figures = same_matplotlib(manifest)

@@ -74,6 +74,9 @@ class Benchmark(Protocol):
     STATUSES: ClassVar[tuple[str, ...]]          # every response status, in display order
     ITEM: ClassVar[type]                         # the item type (one task, case or query)
     ITEM_NOUN: ClassVar[str]                     # "task", "case", "query": for labels
+    # (optional) ITEM_NOUN_PLURAL: "queries"; without it the views add the regular English plural.
+    # (optional) record_prompts(self) -> {name: template text}: the prompts as sent, placeholders
+    # unfilled, written to the run's prompts/ folder and shown in the report and the paper render.
     FIGURE: ClassVar[str]                        # the file name of its own figure
 
     # --- one run (instance) --------------------------------------------------------------------

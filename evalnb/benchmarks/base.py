@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalnb.core import clustered, stats
@@ -133,15 +134,21 @@ class BaseBenchmark:
 def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
     """Every declared metric's value and seeded bootstrap interval, for scores.json.
 
-    A metric that is not ``partial`` is null while the run is incomplete.
+    A metric that is not ``partial`` is null while the run is incomplete. ``n`` is how many
+    items its value rests on (:func:`evalnb.core.metric_n.items_read`; the interval's own
+    ``n`` is the items it resamples).
     """
+    from evalnb.core.metric_n import items_read
+
     results = bench.results(body)
     metrics = bench.metrics()
     ready = [m for m in metrics if body["complete"] or m.partial]
     intervals = stats.metric_intervals(results.values, ready, strata=[results.strata.get(i, "") for i in results.ids],
                                  n_boot=n_boot, seed=seed, channels=results.channels)
+    strata = [results.strata.get(i, "") for i in results.ids]
     return {m.name: {"label": m.label, "headline": m.headline,
                      "value": intervals[m.name].mean if m.name in intervals else None,
+                     "n": items_read(results.values, m, strata) if m.name in intervals else None,
                      "ci": intervals[m.name].as_dict() if m.name in intervals and m.interval else None}
             for m in metrics}
 
@@ -193,10 +200,21 @@ def metric_ci(scores: Mapping[str, Any], name: str) -> dict[str, Any] | None:
     return dict(ci) if ci else None
 
 
-def offline_title(scores: Mapping[str, Any], text: str) -> str:
-    return f"{text}\n(offline approximation, not comparable with the paper)" if scores.get("offline") else text
-
-
 def score_or_nan(value: Any) -> float:
     """``value`` as a float, NaN for None: a scores.json row's score as a cell of ``values``."""
     return float(value) if value is not None else NAN
+
+
+def contestant_label(bench: Any, provider: str, name: str, options: Mapping[str, Any]) -> str:
+    """What a run's contestant is called in every view. A model called through an endpoint:
+    ``provider:name``. Answers read from a file (``provider: none``): the model's ``name`` when the
+    parameters give one, else the file's name (the first of the benchmark's path options that is
+    set: its predictions, traces or responses file), never ``none:none``."""
+    if provider != "none":
+        return f"{provider}:{name}"
+    if name and name != "none":
+        return name
+    for option in getattr(bench, "PATH_OPTIONS", ()):
+        if options.get(option):
+            return Path(str(options[option])).name
+    return "answers from a file"

@@ -41,3 +41,26 @@ def read_prompt_file(path: Path | None, default: Path) -> PromptFile:
         from evalnb.core.errors import ConfigError
         raise ConfigError(f"prompt file not found: {target}") from None
     return PromptFile(target, data.decode("utf-8"), hashlib.sha256(data).hexdigest())
+
+
+PROMPTS_DIR = "prompts"   # in a run directory: each template as text, beside fingerprint.json's hashes
+
+
+def write_prompts(run_dir: Path, texts: Mapping[str, str]) -> None:
+    """Each prompt template as ``prompts/NAME.txt`` in the run directory, so that a reviewer
+    reads the judge's prompt from the record itself (fingerprint.json keeps only hashes).
+    Written once, and again only when a text differs (the fingerprint refuses that anyway)."""
+    from evalnb.core.records import write_text
+
+    folder = run_dir / PROMPTS_DIR
+    for name, text in texts.items():
+        target = folder / f"{name}.txt"
+        if not target.exists() or target.read_text("utf-8") != text:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_text(target, text)
+
+
+def read_prompts(run_dir: Path) -> dict[str, str]:
+    """The templates a run recorded (name -> text), in name order; none for an older run."""
+    folder = Path(run_dir) / PROMPTS_DIR
+    return {p.stem: p.read_text("utf-8") for p in sorted(folder.glob("*.txt"))} if folder.is_dir() else {}

@@ -5,6 +5,7 @@ benchmark's own analysis across runs (what it declares; e.g. the rubric items mo
 from __future__ import annotations
 
 import itertools
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import pandas as pd
 
 from evalnb.stages.compare import Comparison
 from evalnb.stages.evidence import TitledTables
-from evalnb.core.tables import readable
+from evalnb.core.tables import Layout, readable
 
 if TYPE_CHECKING:
     from evalnb.core.figures import ReportFigure
@@ -29,7 +30,10 @@ def judge_means(cmp: Comparison) -> pd.DataFrame:
     table = verdict_table(cmp)
     out = table.groupby(["model", "judge"])["score"].agg(["count", "mean"]) if len(table) else pd.DataFrame()
     cmp.tables["judge_means"] = out
-    return readable(out)
+    return readable(out, Layout(rename={"count": "n", "mean": "mean score"}, empty=NO_JUDGES))
+
+
+NO_JUDGES = "No per-item judge scores: the benchmark's runs have no judge panel or rater runs."
 
 
 def pairwise(scores: pd.DataFrame, threshold: float) -> list[dict[str, Any]]:
@@ -56,23 +60,32 @@ def judge_agreement(cmp: Comparison) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=["model", "judge_a", "judge_b", "n", "pearson_r", "mean_abs_diff",
                                       "share_over_threshold"])
     cmp.tables["judge_agreement"] = out
-    return readable(out)
+    return readable(out, agreement_layout(cmp.threshold))
+
+
+def agreement_layout(threshold: float) -> Layout:
+    return Layout(rename={"judge_a": "judge A", "judge_b": "judge B", "pearson_r": "Pearson r",
+                          "mean_abs_diff": "mean |A - B|", "share_over_threshold": f"share |A - B| > {threshold:g}"},
+                  empty="Fewer than two judges per item: no pair to compare.")
 
 
 def disagreements(cmp: Comparison) -> pd.DataFrame:
-    """The items whose judges disagree most, with where to find their evidence."""
+    """The items whose judges disagree most (those that disagree at all), with where to find
+    their evidence: paths relative to the compare's own folder, which the record is in."""
     table = verdict_table(cmp)
+    layout = Layout(empty="No item's judges disagree.")
     if not len(table):
-        return readable(pd.DataFrame(columns=["model", "item", "spread", "scores", "record"]))
-    dirs = {run.label: run.dir for run in cmp.runs}
+        return readable(pd.DataFrame(columns=["model", "item", "spread", "scores", "record"]), layout)
+    dirs = {run.label: os.path.relpath(run.dir, cmp.home) for run in cmp.runs}
     spread = table.groupby(["model", "item"])["score"].agg(lambda s: s.max() - s.min()).rename("spread")
     scores = table.groupby(["model", "item"]).apply(
         lambda g: ", ".join(f"{j}={v:.2f}" for j, v in zip(g.judge, g.score)), include_groups=False).rename("scores")
-    out = pd.concat([spread, scores], axis=1).reset_index().sort_values("spread", ascending=False).head(cmp.top)
-    out["record"] = [f"{dirs[m] / 'scores.json'}#{item}" for m, item in zip(out.model, out["item"])]
+    out = pd.concat([spread, scores], axis=1).reset_index().sort_values("spread", ascending=False)
+    out = out[out.spread > 0].head(cmp.top)
+    out["record"] = [f"{dirs[m]}/scores.json#{item}" for m, item in zip(out.model, out["item"])]
     out["show"] = [f"evalnb show {dirs[m]} {item}" for m, item in zip(out.model, out["item"])]
     cmp.tables["disagreements"] = out
-    return readable(out.set_index(["model", "item"]))
+    return readable(out.set_index(["model", "item"]), layout)
 
 
 # --- the benchmark's own analysis ------------------------------------------------------------------
@@ -91,7 +104,8 @@ def benchmark_analysis(cmp: Comparison) -> TitledTables:
 
 def benchmark_compare_figure(cmp: Comparison) -> ReportFigure | None:
     """The figure the benchmark declares for a comparison (None when it declares none)."""
-    from evalnb.core.figures import save_figure
+    from evalnb.core.figures import figure_style, save_figure
 
-    fig = cmp.benchmark.compare_figure(_runs(cmp))
-    return save_figure(fig, cmp.out / "figures", "benchmark_analysis") if fig is not None else None
+    with figure_style():
+        fig = cmp.benchmark.compare_figure(_runs(cmp))
+        return save_figure(fig, cmp.out / "figures", "benchmark_analysis") if fig is not None else None

@@ -20,11 +20,13 @@ import pandas as pd
 
 from evalnb.core import stats
 from evalnb.benchmarks import Benchmark, benchmark_for
+from evalnb.benchmarks.base import contestant_label
 from evalnb.core.types import ItemResults, Metric
 from evalnb.core.errors import ConfigError, FingerprintMismatch
 from evalnb.core.fingerprint import change_lines, comparable_parts
 from evalnb.core.records import read_json_if_exists, write_json
-from evalnb.core.tables import readable
+from evalnb.core.metric_n import items_read
+from evalnb.core.tables import Estimate, Layout, estimates_layout, readable
 from evalnb.stages.failure_summary import DEFAULT_MAX_FAILED, did_not_run, failed_items, incomplete_cause
 from evalnb.stages import joint as joint_stats
 
@@ -49,8 +51,11 @@ class RunRecord:
 
     @property
     def model(self) -> str:
-        model = self.scores["config"]["model"]
-        return self.scores["run_name"] if model["provider"] == "none" else model["name"]
+        config = self.scores["config"]
+        model = config["model"]
+        if model["provider"] != "none":
+            return model["name"]
+        return contestant_label(benchmark_for(self.scores["benchmark"], "compare"), "none", model["name"], config)
 
     def results(self, bench: type[Benchmark]) -> ItemResults:
         """The run's items as its benchmark reads them from scores.json (read once)."""
@@ -74,6 +79,11 @@ class Comparison:
     power: float = 0.8              # the power of the minimum detectable differences
     _joint: joint_stats.Joint | None = field(default=None, repr=False)
     panel_b: list[RunRecord] | None = None   # compare --panels: the same contestants under a second panel (panel_change)
+    record_dir: Path | None = None   # where the record lives (paths shown relative to it); default: out
+
+    @property
+    def home(self) -> Path:
+        return self.record_dir or self.out
 
     @property
     def name(self) -> str:
@@ -107,7 +117,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any] = (
                  n_boot: int = stats.N_BOOT, seed: int = 0, threshold: float = 0.2, top: int = 10,
                  suite: Mapping[str, Any] | None = None, alpha: float = 0.05, power: float = 0.8,
                  panels: Sequence[Sequence[str | Path]] | None = None,
-                 max_failed: float = DEFAULT_MAX_FAILED) -> Comparison:
+                 max_failed: float = DEFAULT_MAX_FAILED, record_dir: str | Path | None = None) -> Comparison:
     """Load and check the runs to compare.
 
     ``runs`` is a list of run directories; or the compare options as one dictionary (what
@@ -118,6 +128,8 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any] = (
     is shown only beside it, never in its leaderboard.
     A run that did not run (all, or more than ``max_failed`` of its items failed) is refused
     (:func:`evalnb.stages.failure_summary.did_not_run`).
+    ``record_dir``: where the record lives when it is not ``out`` (``evalnb verify`` recomputes
+    into a scratch folder): the paths a table shows are relative to it.
     """
     if isinstance(runs, (str, Path)):
         return open_compare(compare_params(Path(runs)))
@@ -137,7 +149,8 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any] = (
     if suite:   # shown in the notebook, above the leaderboard
         print(suite_banner(suite))
     cmp = Comparison(records, bench, Path(out or "outputs/compare").resolve(), n_boot, seed, threshold, top,
-                     suite=dict(suite) if suite else None, alpha=alpha, power=power)
+                     suite=dict(suite) if suite else None, alpha=alpha, power=power,
+                     record_dir=Path(record_dir).resolve() if record_dir else None)
     if panels:
         cmp.panel_b, other = comparable_runs(panels[1], max_failed)
         if other is not bench:
@@ -224,6 +237,7 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
     percentile bootstrap interval (the same procedure and metrics as each run's own report);
     ``n`` its items, ``failed`` how many of them ended in a failure (scored 0)."""
     rows = []
+    metrics = {m.name: m for m in cmp.benchmark.metrics()}
     for run in cmp.runs:
         results = run.results(cmp.benchmark)
         row: dict[str, Any] = {"model": run.label, "run": run.scores["run_name"], "offline": run.offline,
@@ -231,7 +245,8 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
         for name, interval in intervals(cmp, run).items():
             row[name] = interval.mean
             if interval.method != "no interval":
-                row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high}
+                row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high,
+                        f"{name}_n": items_read(results.values, metrics[name], _strata(results))}
         rows.append(row)
     first = headline_metrics(cmp)[0].name
     if any(m.name == first for m in joint(cmp).metrics):   # how sure the order is (evalnb.core.ranks)
@@ -241,7 +256,17 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
             row |= {"rank": rank.rank, "rank_interval": rank.interval_text, "p_first": rank.p_first}
     table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
     cmp.tables["leaderboard"] = table
-    return readable(table)
+    return readable(table, leaderboard_layout(cmp.benchmark, list(table.columns)))
+
+
+def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout:
+    """The leaderboard as shown: each model, then each headline metric's estimate and n. The
+    other metrics, and every raw number, are in compare.json and leaderboard.csv."""
+    shown = {m.name: m.label.split(":")[0] for m in bench.metrics() if m.headline}
+    kept = ("model", "run", "rank_interval", "p_first")   # how sure the order is, where the joint bootstrap ran
+    others = [c for c in columns if c not in kept and not any(c == m or c.startswith(f"{m}_") for m in shown)]
+    return estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others,
+                            rename={"rank_interval": "rank (95% interval)", "p_first": "P(first)"})
 
 
 def paired_differences(cmp: Comparison) -> pd.DataFrame:
@@ -261,9 +286,14 @@ def paired_differences(cmp: Comparison) -> pd.DataFrame:
                      "ci_low": ci.low, "ci_high": ci.high,
                      "note": ("interval excludes 0: " + (f"{a.label} ahead" if (ci.mean or 0) > 0 else f"{b.label} ahead"))
                      if excludes else "interval includes 0"})
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=["model_a", "model_b", "n_common", "mean_diff", "ci_low", "ci_high", "note"])
     cmp.tables["paired_differences"] = table
-    return readable(table)
+    return readable(table, PAIRED_LAYOUT)
+
+
+PAIRED_LAYOUT = Layout((Estimate("A - B [95% CI]", "mean_diff", "ci_low", "ci_high", "n_common"),),
+                       rename={"model_a": "model A", "model_b": "model B"},
+                       empty="Fewer than two runs: no pair to compare.")
 
 
 def _attempted_scores(results: ItemResults) -> dict[str, float]:
@@ -283,7 +313,7 @@ def repeats_table(cmp: Comparison) -> pd.DataFrame:
                                                                     results.channels))})
     table = pd.DataFrame(rows, columns=["model", "number", "mean", "sd", "n"])
     cmp.tables["repeats"] = table
-    return readable(table)
+    return readable(table, Layout(empty="No run has repeats (each item answered once)."))
 
 
 def ranked(cmp: Comparison) -> pd.DataFrame:
@@ -292,35 +322,70 @@ def ranked(cmp: Comparison) -> pd.DataFrame:
 
 
 def leaderboard_figure(cmp: Comparison) -> ReportFigure:
-    from evalnb.core.figures import new_figure, save_figure
+    """Each headline metric per model with its interval: one column wide for one metric, two for
+    more; every value written beside its bar (a 0 drawn as a line at 0 and labelled); offline
+    approximations grey and hatched; the bootstrap settings in the caption, not the figure."""
+    from evalnb.core.figures import (OFFLINE, OFFLINE_NOTE, ONE_COLUMN, PALETTE, TWO_COLUMNS, figure_style,
+                                     new_figure, save_figure, value_labels)
 
     table = ranked(cmp)
     metrics = headline_metrics(cmp)
-    fig = new_figure((4.5 * len(metrics), 0.6 * len(table) + 1.6))
-    axes = fig.subplots(1, len(metrics), squeeze=False)
+    offline = list(table["offline"])[::-1]
+    caption = (f"{cmp.name}: " + "; ".join(m.label for m in metrics) + f". Bars: the value on the items each model "
+               f"was scored on; lines: 95% percentile bootstrap intervals ({cmp.n_boot} resamples, seed {cmp.seed})."
+               + (f" Under each model: its 95% rank interval on {metrics[0].name} and its probability of ranking "
+                  "first, from one joint cluster bootstrap." if "rank_interval" in table else "")
+               + (f" {OFFLINE_NOTE}" if any(offline) else ""))
     names = list(table.index)
     if "rank_interval" in table:   # how sure each place is (rank interval, P(first): the joint cluster bootstrap)
         names = [f"{m}\nrank {r}, P(first) {p:.2f}" for m, r, p in zip(names, table["rank_interval"], table["p_first"])]
-    for ax, metric in zip(axes[0], metrics):
-        values = table[metric.name]
-        errors = [values - table[f"{metric.name}_ci_low"], table[f"{metric.name}_ci_high"] - values]
-        ax.barh(names[::-1], list(values)[::-1], xerr=[list(e)[::-1] for e in errors], capsize=4,
-                color=["#bbbbbb" if off else "#4c72b0" for off in list(table["offline"])[::-1]])
-        ax.set_xlim(0, 1)
-        ax.set_xlabel(metric.label.split(":")[0])
-    fig.suptitle(f"{cmp.name} leaderboard, 95% bootstrap CI (n_boot={cmp.n_boot}, seed={cmp.seed})"
-                 + (f"\nranks on {metrics[0].name}, 95% rank interval from one joint cluster bootstrap"
-                    if "rank_interval" in table else "")
-                 + ("\ngrey: offline approximations, not comparable with the paper" if table["offline"].any() else ""))
-    fig.tight_layout()
-    return save_figure(fig, cmp.out / "figures", "leaderboard")
+    with figure_style():
+        fig = new_figure((ONE_COLUMN if len(metrics) == 1 else TWO_COLUMNS, 0.3 * len(table) + 0.9), caption=caption)
+        axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)
+        for ax, metric in zip(axes[0], metrics):
+            values = [float(v) for v in table[metric.name]][::-1]
+            lows = [float(v) for v in table[f"{metric.name}_ci_low"]][::-1]
+            highs = [float(v) for v in table[f"{metric.name}_ci_high"]][::-1]
+            bars = ax.barh(names[::-1], values, height=0.6,
+                           xerr=[[v - lo for v, lo in zip(values, lows)], [h - v for v, h in zip(values, highs)]],
+                           capsize=2, error_kw={"elinewidth": 0.8})
+            for bar, off in zip(bars, offline):
+                bar.set(**(OFFLINE if off else {"color": PALETTE[0]}))
+            value_labels(ax, bars, values, highs, horizontal=True)
+            ax.set_xlim(0, 1.15)
+            ax.set_xticks([0, 0.25, 0.5, 0.75, 1])
+            ax.set_xlabel(metric.label.split(":")[0])
+        return save_figure(fig, cmp.out / "figures", "leaderboard")
 
 
-def save_compare(cmp: Comparison) -> Path:
-    """Every table computed so far, with what was compared, as compare.json and CSV files."""
+def _unnamed_index(table: pd.DataFrame) -> bool:
+    return isinstance(table.index, pd.RangeIndex) and table.index.name is None
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What :func:`save_compare` wrote; shown in the notebook by file name, never by the
+    machine's absolute path (the record goes into a paper)."""
+
+    folder: Path
+    files: tuple[str, ...]
+
+    def __fspath__(self) -> str:   # os.fspath(saved) is compare.json, as the function returned before
+        return str(self.folder / "compare.json")
+
+    def __repr__(self) -> str:
+        return f"Saved beside this record: {', '.join(self.files)}"
+
+    def _repr_html_(self) -> str:   # a note about the record (the paper render keeps it, never as a result)
+        return '<p class="evalnb-note">Saved beside this record: ' + ", ".join(f"<code>{f}</code>" for f in self.files) + "</p>"
+
+
+def save_compare(cmp: Comparison) -> Saved:
+    """Every table computed so far, with what was compared, as compare.json and CSV files
+    (raw numbers, named columns: a table without a named index is written without one)."""
     cmp.out.mkdir(parents=True, exist_ok=True)
     for name, table in cmp.tables.items():
-        table.to_csv(cmp.out / f"{name}.csv")
+        table.to_csv(cmp.out / f"{name}.csv", index=not _unnamed_index(table))
     write_json(cmp.out / "compare.json", {
         "benchmark": cmp.name, "runs": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256"),
                                          "offline": r.offline} for r in cmp.runs],
@@ -328,5 +393,6 @@ def save_compare(cmp: Comparison) -> Path:
         **({"panel_b": [{"dir": str(r.dir), "label": r.label, "fingerprint": r.fingerprint.get("sha256")}
                         for r in cmp.panel_b]} if cmp.panel_b else {}),
         "comparable_parts": list(comparable_parts(cmp.benchmark.COMPARABLE_PARTS)), "n_boot": cmp.n_boot, "seed": cmp.seed,
-        "tables": {name: json.loads(table.reset_index().to_json(orient="records")) for name, table in cmp.tables.items()}})
-    return cmp.out / "compare.json"
+        "threshold": cmp.threshold,
+        "tables": {name: json.loads(table.reset_index(drop=_unnamed_index(table)).to_json(orient="records")) for name, table in cmp.tables.items()}})
+    return Saved(cmp.out, ("compare.json", *(f"{name}.csv" for name in cmp.tables)))

@@ -27,6 +27,7 @@ from typing import Any
 from evalnb.core.errors import ConfigError
 from evalnb.core.redaction import redact
 from evalnb.core.types import Fact, ItemEvidence, Passage, Table
+from evalnb.core.words import count_of, nouns_of, plural
 
 EVIDENCE_FILE = "evidence.json"
 TASKS_PAGE = "tasks.html"
@@ -62,13 +63,14 @@ def write_evidence(run_dir: Path, meta: Mapping[str, Any], items: Sequence[ItemE
 
 
 def run_meta(scores: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]], statuses: Sequence[str],
-             noun: str) -> dict[str, Any]:
-    """What the views say about the run above its items."""
+             noun: str, nouns: str | None = None, model_label: str | None = None) -> dict[str, Any]:
+    """What the views say about the run above its items (``nouns``: the noun's plural;
+    ``model_label``: the contestant as the views name it)."""
     model = (scores.get("config") or {}).get("model") or {}
     return {"benchmark": scores.get("benchmark"), "run_name": scores.get("run_name"),
-            "model": f"{model.get('provider', '?')}:{model.get('name', '?')}", "label": scores.get("label"),
-            "complete": scores.get("complete"), "statuses": list(statuses), "noun": noun,
-            "metrics": list(metrics)}
+            "model": model_label or f"{model.get('provider', '?')}:{model.get('name', '?')}",
+            "label": scores.get("label"), "complete": scores.get("complete"), "statuses": list(statuses),
+            "noun": noun, "nouns": nouns or plural(noun), "metrics": list(metrics)}
 
 
 def load_evidence(run_dir: Path) -> tuple[dict[str, Any], list[ItemEvidence]]:
@@ -115,8 +117,12 @@ def lowest_scoring(items: Sequence[ItemEvidence], n: int = SHOWN) -> list[ItemEv
     return sorted(scored, key=lambda i: (i.score, i.item_id))[:n]
 
 
-def most_disagreed(items: Sequence[ItemEvidence], n: int = SHOWN) -> list[ItemEvidence]:
-    spread = [i for i in items if i.disagreement is not None]
+def most_disagreed(items: Sequence[ItemEvidence], n: int = SHOWN,
+                   shown: Sequence[ItemEvidence] = ()) -> list[ItemEvidence]:
+    """The items whose judges disagree most: only those that disagree at all, and none of
+    ``shown`` (the lowest-scoring list above it: one item's evidence once)."""
+    seen = {i.item_id for i in shown}
+    spread = [i for i in items if i.disagreement and i.item_id not in seen]
     return sorted(spread, key=lambda i: (-(i.disagreement or 0.0), i.item_id))[:n]
 
 
@@ -198,7 +204,7 @@ def show(run_dir: Path, item_id: str) -> ItemView:
 
 _STYLE = """<style>
 .evalnb-tasks table{border-collapse:collapse;font-size:12px;margin:4px 0 10px}
-.evalnb-tasks th,.evalnb-tasks td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
+div.evalnb-tasks table th,div.evalnb-tasks table td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 .evalnb-tasks pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;border:1px solid #ddd;
 padding:6px;max-height:none;font-size:12px}
 .evalnb-tasks .evidence{border-left:3px solid #4c72b0;padding-left:10px;margin:10px 0 18px}
@@ -257,31 +263,38 @@ class TasksView:
     items: list[ItemEvidence]
 
     def _repr_html_(self) -> str:
-        noun = self.meta.get("noun", "item")
+        noun, nouns = (html.escape(w) for w in nouns_of(self.meta))
         columns, rows = compact_rows(self.items)
-        low, spread = lowest_scoring(self.items), most_disagreed(self.items)
+        low = lowest_scoring(self.items)
+        spread = most_disagreed(self.items, shown=low)
         parts = [_STYLE, '<div class="evalnb-tasks">',
-                 f"<p>{len(self.items)} {html.escape(noun)}s. Every {html.escape(noun)}'s full evidence: "
+                 f"<p>{count_of(len(self.items), noun, nouns)}. Every {noun}'s full evidence: "
                  "<code>tasks.html</code> in the run directory, or <code>evalnb show RUN_DIR ID</code>.</p>",
                  _html_table(columns, rows, "compact"),
-                 f"<h3>The {len(low)} lowest-scoring {html.escape(noun)}s</h3>",
+                 f"<h3>The {'lowest-scoring ' + noun if len(low) == 1 else f'{len(low)} lowest-scoring {nouns}'}</h3>",
                  *(evidence_html(i, self.meta) for i in low)]
-        parts.append(f"<h3>The {len(spread)} most-disagreed {html.escape(noun)}s</h3>")
         if spread:
+            title = f"most-disagreed {noun}" if len(spread) == 1 else f"{len(spread)} most-disagreed {nouns}"
+            parts.append(f"<h3>The {title} (not shown above)</h3>")
             parts += [evidence_html(i, self.meta) for i in spread]
+        elif any(i.disagreement for i in self.items):
+            parts.append(f"<p>Every {noun} whose judges (or runs) disagree is shown above.</p>")
+        elif any(i.disagreement is not None for i in self.items):
+            parts.append(f"<p>No {noun}'s judges (or runs) disagree.</p>")
         else:
-            parts.append(f"<p>No {html.escape(noun)} has scores from two judges (or runs) to disagree.</p>")
+            parts.append(f"<p>No {noun} has scores from two judges (or runs) to disagree.</p>")
         parts.append("</div>")
         return redact("".join(parts))
 
     def __repr__(self) -> str:
         """The cell's text/plain, saved beside the HTML in the record: a pointer, not a second
         copy of every item (the dataclass repr ran to most of a megabyte on 481 tasks)."""
-        noun = self.meta.get("noun", "item")
-        low = ", ".join(i.item_id for i in lowest_scoring(self.items))
-        spread = ", ".join(i.item_id for i in most_disagreed(self.items)) or "none"
-        return (f"{len(self.items)} {noun}s (HTML above; tasks.html or `evalnb show RUN_DIR ID` for "
-                f"any {noun}). Lowest-scoring: {low}. Most disagreed: {spread}.")
+        noun, nouns = nouns_of(self.meta)
+        lowest = lowest_scoring(self.items)
+        low = ", ".join(i.item_id for i in lowest)
+        spread = ", ".join(i.item_id for i in most_disagreed(self.items, shown=lowest)) or "none besides those"
+        return (f"{count_of(len(self.items), noun, nouns)} (HTML above; tasks.html or `evalnb show RUN_DIR ID` "
+                f"for any {noun}). Lowest-scoring: {low}. Most disagreed: {spread}.")
 
 
 def tasks_view(run_dir: Path) -> TasksView:
@@ -300,7 +313,7 @@ class TitledTables:
         from evalnb.core.tables import table_html   # pandas: not for `evalnb show`
 
         if not self.tables:
-            return f"<p>{html.escape(self.empty)}</p>"
+            return f'<p class="evalnb-empty">{html.escape(self.empty)}</p>'
         parts = []
         for title, table in self.tables:
             parts.append(f"<h4>{html.escape(title)}</h4>")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from evalnb import config as cfg
 from evalnb.stages.accounting import endpoint_names, usage_by_stage
 from evalnb.benchmarks import BENCHMARKS, Benchmark, Task, benchmark_for
+from evalnb.benchmarks.base import contestant_label
 from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.core import lock, subset
 from evalnb.core.errors import ConfigError, EndpointFailure
@@ -26,6 +27,7 @@ from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
 from evalnb.core.fingerprint import check_or_record, run_fingerprint
+from evalnb.core.prompts import read_prompts, write_prompts
 from evalnb.core.manifest import stage_entry, store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
 from evalnb.core.records import JsonlStore, json_unchanged, read_json_if_exists, read_lines, write_json
@@ -37,6 +39,8 @@ from evalnb.execution.batch.views import stage_manifest
 from evalnb.execution.runner import run_blocking
 from evalnb.core.progress import say
 from evalnb.stages.stage_outcome import outcome_line
+from evalnb.stages.headline import headline_table   # here too: the aggregate stage returns it
+from evalnb.stages.run_evidence import write_evidence   # here too: recompute calls it
 from evalnb.stages.failure_summary import failure_summary, no_answer_line, stop_line, stopped_in, summary_lines, summary_table
 from evalnb.execution.budget import Budget
 from evalnb.execution.budget_views import budget_summary
@@ -81,7 +85,8 @@ class Run:
 
         c = self.config
         rows = [("benchmark", c.benchmark), ("run directory", str(self.dir)),
-                ("tasks", len(self.tasks)), ("model", f"{c.model.provider}:{c.model.name}"),
+                ("tasks", len(self.tasks)),
+                ("model", contestant_label(self.benchmark, c.model.provider, c.model.name, c.options)),
                 ("judges", ", ".join(f"{j.provider}:{j.name}" for j in c.judges) or "-"),
                 ("fingerprint", self.fingerprint["sha256"][:16]), *self.benchmark.summary_rows()]
         if c.offline:
@@ -167,17 +172,20 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
 
 
 def _record_run(run: Run, keep_config: bool = False) -> None:
-    """fingerprint.json (or the refusal of a different one) and config.json, written under
-    the lock when either changes."""
+    """fingerprint.json (or the refusal of a different one), config.json and the prompt
+    templates as text (``prompts/``), written under the lock when any changes."""
     recorded = read_json_if_exists(run.path("fingerprint.json"))
+    texts: dict[str, str] = getattr(run.benchmark, "record_prompts", dict)()   # optional in the interface
     if recorded is not None:
         check_or_record(run.path("fingerprint.json"), run.fingerprint)   # refuses, never writes
-        if (keep_config and run.path("config.json").exists()) or json_unchanged(run.path("config.json"),
-                                                                                 run.config.to_dict()):
+        kept = keep_config and run.path("config.json").exists()
+        if (kept or json_unchanged(run.path("config.json"), run.config.to_dict())) and read_prompts(run.dir) == texts:
             return
     with lock.holding(run.dir, "evalnb.open_run"):
         check_or_record(run.path("fingerprint.json"), run.fingerprint)
-        write_json(run.path("config.json"), run.config.to_dict())
+        if not (keep_config and run.path("config.json").exists()):
+            write_json(run.path("config.json"), run.config.to_dict())
+        write_prompts(run.dir, texts)
 
 
 StageFunction = TypeVar("StageFunction", bound=Callable[[Run], Any])
@@ -384,32 +392,3 @@ def scores_document(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dic
         "config": run.config.to_dict(),
         "warnings": run.warnings,
     }
-
-
-def write_evidence(run: Run, stores: Mapping[str, Mapping[str, Record]], scores: Mapping[str, Any]) -> None:
-    """Every item's evidence, as its benchmark declares it: evidence.json and tasks.html."""
-    from evalnb.stages import evidence
-
-    items = run.benchmark.evidence(stores["generate"], stores["judge"], scores)
-    bench = type(run.benchmark)
-    evidence.write_evidence(run.dir, evidence.run_meta(scores, metric_rows(scores), bench.STATUSES,
-                                                       bench.ITEM_NOUN), items)
-
-
-def metric_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The declared metrics of a scores.json, headline metrics first."""
-    metrics = scores.get("metrics") or {}
-    rows = [{"metric": name, "label": m["label"], "headline": m["headline"], "value": m["value"],
-             "ci_low": (m.get("ci") or {}).get("low"), "ci_high": (m.get("ci") or {}).get("high"),
-             "n": (m.get("ci") or {}).get("n")} for name, m in metrics.items()]
-    return sorted(rows, key=lambda r: not r["headline"])
-
-
-def headline_table(scores: Mapping[str, Any]) -> pd.DataFrame:
-    """Every metric the benchmark declares, headline metrics first, each with its interval."""
-    import pandas as pd
-
-    from evalnb.core.tables import readable
-
-    columns = ["metric", "label", "headline", "value", "ci_low", "ci_high", "n"]
-    return readable(pd.DataFrame(metric_rows(scores), columns=columns).set_index("metric"))

@@ -1,5 +1,7 @@
 """Paper-ready HTML: every executed notebook of a run (or a compare), self-contained, with
-the injected-parameters cell removed and a provenance block at the top."""
+the injected-parameters cell removed, a provenance block at the top, nothing of the machine it
+ran on (:mod:`evalnb.stages.paper`), and the tables as LaTeX, Markdown and CSV beside it
+(:mod:`evalnb.stages.exports`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ from typing import Any
 
 import nbformat
 from nbconvert import HTMLExporter
-from nbconvert.preprocessors import TagRemovePreprocessor
 
 from evalnb.core.call_times import call_times_text, run_call_times
 from evalnb.core.records import read_json_if_exists
@@ -29,6 +30,9 @@ def _run_provenance(run_dir: Path) -> list[str]:
     if scores.get("label"):
         lines.append(f"**{scores['label']}**")
     for role, route in (manifest.get("routes") or {}).items():
+        if route.get("provider") == "none":   # answers read from a file: no endpoint
+            lines.append(f"- {role}: no model called; answers read from `{_contestant(scores)}`")
+            continue
         returned = ", ".join(route.get("as_returned") or []) or "-"
         lines.append(f"- {role}: `{route.get('provider')}:{route.get('as_sent')}` (endpoint reported: {returned})")
     # When the calls were made, from the stores' records: not when a stage notebook last ran.
@@ -37,10 +41,25 @@ def _run_provenance(run_dir: Path) -> list[str]:
     return lines
 
 
+def _contestant(scores: dict[str, Any]) -> str:
+    from evalnb.benchmarks import benchmark_for
+    from evalnb.benchmarks.base import contestant_label
+
+    config = scores.get("config") or {}
+    model = config.get("model") or {}
+    return contestant_label(benchmark_for(scores["benchmark"], "render"), model.get("provider", "none"),
+                            model.get("name", "none"), config)
+
+
+def _compared(folder: Path) -> list[Path]:
+    compared = read_json_if_exists(folder / "compare.json")
+    return [Path(r["dir"]) for r in compared["runs"]] if compared else []
+
+
 def provenance(folder: Path) -> str:
     """Markdown: what produced these numbers (for a compare, for each compared run)."""
     compared = read_json_if_exists(folder / "compare.json")
-    dirs = [Path(r["dir"]) for r in compared["runs"]] if compared else [folder]
+    dirs = _compared(folder) or [folder]
     blocks = ["\n".join(_run_provenance(d)) for d in dirs]
     head = "## Provenance\n\n"
     if compared:
@@ -59,12 +78,15 @@ def record_html(notebook: Path) -> Path:
 
 
 def render_notebook(notebook: Path, target: Path, *, no_input: bool, header: str) -> Path:
-    """A paper's copy: the provenance block first, the injected parameters removed, self-contained."""
-    nb: Any = nbformat.read(notebook, as_version=4)
-    nb.cells.insert(0, nbformat.v4.new_markdown_cell(header, id="evalnb-provenance"))
+    """A paper's copy: the provenance block first, the injected parameters removed, no path of
+    the machine, empty sections left out, the prompts in an appendix; self-contained."""
+    from evalnb.stages.paper import paper_copy
+
+    folder = notebook.parent.resolve()
+    runs = _compared(folder)
+    nb = paper_copy(notebook, header, [folder, *runs, folder.parent], runs[0] if runs else folder)
     exporter = HTMLExporter(exclude_input=no_input, exclude_input_prompt=no_input,
                             exclude_output_prompt=no_input, embed_images=True)
-    exporter.register_preprocessor(TagRemovePreprocessor(remove_cell_tags={"injected-parameters"}), enabled=True)
     body, _ = exporter.from_notebook_node(nb)
     # Self-contained: drop remote scripts (MathJax, require.js); figures are embedded PNGs.
     body = _REMOTE_SCRIPT.sub("", body)
@@ -74,7 +96,13 @@ def render_notebook(notebook: Path, target: Path, *, no_input: bool, header: str
 
 
 def render_folder(folder: Path, *, no_input: bool = False) -> list[Path]:
-    """Every executed notebook in ``folder`` to ``folder/paper/NAME.html``."""
+    """Every executed notebook in ``folder`` to ``folder/paper/NAME.html``, and the tables as
+    ``paper/tables.tex``, ``tables.md`` and the CSV files beside them."""
+    from evalnb.stages.exports import write_paper_tables
+
     header = provenance(folder)
-    return [render_notebook(nb, folder / "paper" / nb.with_suffix(".html").name, no_input=no_input, header=header)
-            for nb in sorted(folder.glob("*.ipynb"))]
+    pages = [render_notebook(nb, folder / "paper" / nb.with_suffix(".html").name, no_input=no_input, header=header)
+             for nb in sorted(folder.glob("*.ipynb"))]
+    if pages:
+        write_paper_tables(folder, folder / "paper")
+    return pages

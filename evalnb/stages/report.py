@@ -19,9 +19,12 @@ import pandas as pd
 from evalnb.stages.accounting import usage_rows
 from evalnb.benchmarks import Benchmark
 from evalnb.stages.evidence import TasksView, TitledTables, tasks_view
-from evalnb.stages.pipeline import Run, headline_table
+from evalnb.stages.headline import headline_table
+from evalnb.stages.pipeline import Run
 from evalnb.core.records import read_json_if_exists
-from evalnb.core.tables import readable
+from evalnb.benchmarks.base import contestant_label
+from evalnb.core.tables import Layout, readable
+from evalnb.core.words import count_of, item_plural
 from evalnb.core.latency import FIGURES, latency_rows
 
 if TYPE_CHECKING:
@@ -74,7 +77,8 @@ def budget_table(run: Run) -> pd.DataFrame:
     columns = ["scope", "max_cost_usd", "spent_usd", "in_doubt_usd", "reserved_usd", "left_usd",
                "this_run_spent_usd", "stopped"]
     rows = (scores(run).get("budget") or {}).get("ceilings", [])
-    return pd.DataFrame(rows, columns=columns).set_index("scope")
+    return readable(pd.DataFrame(rows, columns=columns).set_index("scope"),
+                    Layout(empty="No spending ceiling: the parameters set no budget.max_cost_usd."))
 
 
 def latency_table(run: Run) -> pd.DataFrame:
@@ -83,7 +87,8 @@ def latency_table(run: Run) -> pd.DataFrame:
     (the last two only where streamed)."""
     columns = ["stage", "model", "calls", "streamed", *(f"{f} {q}" for f in FIGURES for q in ("median", "p90"))]
     rows = latency_rows(scores(run).get("latency") or {})
-    return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
+    return readable(pd.DataFrame(rows, columns=columns).set_index(["stage", "model"]),
+                    Layout(empty="No latency: no call was made live (offline or file-fed answers, no judge call)."))
 
 
 def reasoning_table(run: Run) -> pd.DataFrame:
@@ -93,7 +98,8 @@ def reasoning_table(run: Run) -> pd.DataFrame:
                "think_block_stripped"]
     rows = [{"stage": stage, "model": model, **row}
             for stage, per_model in (scores(run).get("reasoning") or {}).items() for model, row in per_model.items()]
-    return pd.DataFrame(rows, columns=columns).set_index(["stage", "model"])
+    return readable(pd.DataFrame(rows, columns=columns).set_index(["stage", "model"]),
+                    Layout(empty="No reasoning: no call returned reasoning or a think block."))
 
 
 def _save(run: Run, fig: ReportFigure, name: str) -> ReportFigure:
@@ -101,24 +107,32 @@ def _save(run: Run, fig: ReportFigure, name: str) -> ReportFigure:
     return save_figure(fig, run.path("figures"), name)
 
 
-def _title(data: dict[str, Any], text: str) -> str:
-    return f"{text}\n(offline approximation, not comparable with the paper)" if data.get("offline") else text
-
-
 def score_histogram(run: Run) -> ReportFigure:
-    """Each item's own score (for repeated items, the mean over repeats)."""
-    from evalnb.core.figures import new_figure
+    """Each item's own score (for repeated items, the mean over repeats): one column wide,
+    whole-number counts, the caption beside it (model, n, offline note)."""
+    from evalnb.core.figures import ONE_COLUMN, OFFLINE, PALETTE, integer_ticks, new_figure, styled, with_offline_note
 
     data = scores(run)
     bench = _bench(run)
+    noun, nouns = bench.ITEM_NOUN, item_plural(bench)
     values = [s for s in bench.results(data).scores.values() if s is not None]
-    fig = new_figure((6, 3.5))
-    ax = fig.subplots()
-    ax.hist(values, bins=10, range=(0, 1), color="#4c72b0", edgecolor="white")
-    ax.set_xlabel(f"{bench.ITEM_NOUN} score (0 where the benchmark scores an unanswered {bench.ITEM_NOUN} 0)")
-    ax.set_ylabel(f"{bench.ITEM_NOUN}s")
-    ax.set_title(_title(data, f"{run.config.model.name}: {bench.ITEM_NOUN} scores"))
-    return _save(run, fig, "score_histogram")
+    offline = bool(data.get("offline"))
+    model = contestant_label(bench, run.config.model.provider, run.config.model.name, run.config.options)
+
+    @styled
+    def draw() -> ReportFigure:
+        fig = new_figure((ONE_COLUMN, 2.3), caption=with_offline_note(
+            f"Distribution of {count_of(len(values), noun, nouns)}' scores for {model} (ten bins of width 0.1; "
+            f"an unanswered {noun} scores 0 where the benchmark says so).", offline))
+        ax = fig.subplots()
+        style: dict[str, Any] = OFFLINE if offline else {"color": PALETTE[0], "edgecolor": "white"}
+        ax.hist(values, bins=10, range=(0, 1), **style)
+        ax.set_xlabel(f"{noun} score")
+        ax.set_ylabel(nouns)
+        ax.set_xlim(0, 1)
+        integer_ticks(ax.yaxis)
+        return _save(run, fig, "score_histogram")
+    return draw()
 
 
 def judge_scores(run: Run) -> pd.DataFrame:
@@ -129,31 +143,26 @@ def judge_scores(run: Run) -> pd.DataFrame:
 
 
 def judge_distributions(run: Run) -> ReportFigure:
-    """Box plots of each judge's (or rater run's) scores."""
-    from evalnb.core.figures import new_figure
-
+    """Each judge's (or rater run's) scores as a strip plot, with its mean and 95% interval."""
+    from evalnb.core.plots import judge_strip_plot
     table = judge_scores(run)
-    fig = new_figure((6, 3.5))
-    ax = fig.subplots()
-    labels = sorted(table["judge"].unique()) if len(table) else []
-    if labels:
-        ax.boxplot([table.loc[table.judge == j, "score"] for j in labels], showmeans=True)
-        ax.set_xticks(range(1, len(labels) + 1), [j.replace(" ", "\n", 1) for j in labels])
-    ax.set_ylim(-0.05, 1.05)
-    ax.set_ylabel("score")
-    ax.set_title(_title(scores(run), "per-judge score distributions"))
+    per_judge = {str(j): list(part["score"]) for j, part in table.groupby("judge")} if len(table) else {}
+    fig = judge_strip_plot(per_judge, offline=bool(scores(run).get("offline")))
     return _save(run, fig, "judge_distributions")
 
 
 def breakdown(run: Run) -> pd.DataFrame:
     """The benchmark's own breakdown table."""
-    return readable(_bench(run).breakdown(scores(run)))
+    return readable(_bench(run).breakdown(scores(run)), Layout(rename={"count": "n", "std": "s.d."}))
 
 
 def benchmark_figure(run: Run) -> ReportFigure:
-    """The benchmark's own figure, saved under the name it declares."""
+    """The benchmark's own figure (built in evalnb's figure style), saved under the name it declares."""
+    from evalnb.core.figures import figure_style
+
     bench = _bench(run)
-    return _save(run, bench.figure(scores(run)), bench.FIGURE)
+    with figure_style():
+        return _save(run, bench.figure(scores(run)), bench.FIGURE)
 
 
 def benchmark_tables(run: Run) -> TitledTables:

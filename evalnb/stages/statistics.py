@@ -17,6 +17,7 @@ import pandas as pd
 from evalnb.core.estimates import estimate_text
 from evalnb.core.pairwise import P_METHOD, PairedDifference
 from evalnb.core.tables import readable
+from evalnb.core.words import plural
 from evalnb.stages import compare, joint as joint_stats
 from evalnb.stages.pipeline import Run
 from evalnb.stages.report import scores as run_scores
@@ -31,14 +32,18 @@ def uncertainty_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
     for name, entry in (block.get("metrics") or {}).items():
         metric = declared.get(name) or {}
         ci = metric.get("ci") or {}
+        # n beside each estimate (the one table style): the items beside the value, the clusters
+        # beside the cluster-bootstrap interval.
+        clusters = plural(block.get("cluster", "cluster"))
         row = {"metric": name, "value": estimate_text(metric.get("value"), ci.get("low"), ci.get("high")),
-               "se": entry["se"], "n": entry["n"], "clustered_se": entry["clustered_se"],
-               f"{block.get('cluster', 'cluster')}s": entry["n_clusters"], "design_effect": entry["design_effect"]}
+               "n": entry["n"], "se": entry["se"], "clustered_se": entry["clustered_se"],
+               "design_effect": entry["design_effect"]}
         if "within_item_variance" in entry:   # contestant repeats (a benchmark's repeats: K)
             row["repeats"], row["within_item_variance"] = entry["repeats"], entry["within_item_variance"]
         if "cluster_ci" in entry:
             cluster_ci = entry["cluster_ci"]
             row["cluster_bootstrap"] = estimate_text(cluster_ci["mean"], cluster_ci["low"], cluster_ci["high"])
+        row[clusters] = entry["n_clusters"]
         rows.append(row)
     return rows
 
@@ -78,6 +83,6 @@ def pairwise(cmp: compare.Comparison) -> pd.DataFrame | None:
     shown = pd.DataFrame({
         "metric": table["metric"], "A": table["model_a"], "B": table["model_b"],
         "Δ (A − B)": [estimate_text(d, lo, hi) for d, lo, hi in zip(table["delta"], table["ci_low"], table["ci_high"])],
-        "SE_Δ": table["se_delta"], "ρ": table["rho"], "p": table["p"], "p (Holm)": table["p_holm"],
+        "n": table["n"], "SE_Δ": table["se_delta"], "ρ": table["rho"], "p": table["p"], "p (Holm)": table["p_holm"],
         "verdict": table["verdict"], f"MDE ({cmp.power:.0%} power)": table["mde"]})
     return readable(shown.set_index(["metric", "A", "B"]))

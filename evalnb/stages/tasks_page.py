@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb.core.redaction import redact
+from evalnb.core.words import count_of, nouns_of
 
 _CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:16px;color:#222}
@@ -212,7 +213,8 @@ def tasks_page(document: Mapping[str, Any]) -> str:
     """The whole page for an evidence document (see :mod:`evalnb.stages.evidence`)."""
     meta = document["meta"]
     data = json.dumps(document, ensure_ascii=False).replace("<", "\\u003c")   # no "</script>" in the data
-    title = f"{meta.get('run_name', 'run')}: {len(document['items'])} {meta.get('noun', 'item')}s"
+    noun, nouns = nouns_of(meta)
+    title = f"{meta.get('run_name', 'run')}: {count_of(len(document['items']), noun, nouns)}"
     label = f'<p class="meta label">{html.escape(meta["label"])}</p>' if meta.get("label") else ""
     incomplete = '' if meta.get("complete", True) else \
         '<p class="meta label">The run is incomplete: resumable work remains.</p>'

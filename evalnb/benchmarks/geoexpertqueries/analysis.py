@@ -6,10 +6,12 @@ The protocol itself (condensation, the rating prompt, three runs, the score rule
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from evalnb.benchmarks.base import metric_ci, metric_value, offline_title
+from evalnb.benchmarks.base import metric_ci, metric_value
 from evalnb.benchmarks.geoexpertqueries.protocol import GeoExpertQueriesProtocol
+from evalnb.core.estimates import estimate_text, number_text
 from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, Table
 
@@ -63,33 +65,35 @@ class GeoExpertQueries(GeoExpertQueriesProtocol):
 
         ci = metric_ci(scores, "overall") or {}
         rows: list[tuple[str, Any]] = [(f"rating {k}", v) for k, v in scores["rating_counts"].items()]
-        rows += [(k.replace("_", " "), v) for k, v in scores["agreement"].items()]
-        rows += [("overall", metric_value(scores, "overall")), ("CI low", ci.get("low")), ("CI high", ci.get("high"))]
-        return pd.DataFrame(rows, columns=["", "value"]).set_index("")
+        rows += [(k.replace("_", " "), number_text(v) if isinstance(v, float) else v)   # a share of 1 reads 1.000
+                 for k, v in scores["agreement"].items()]
+        rows += [("overall [95% CI]", estimate_text(metric_value(scores, "overall"), ci.get("low"), ci.get("high"))),
+                 ("n (queries)", ci.get("n"))]
+        return pd.DataFrame(rows, columns=["measure", "value"]).set_index("measure")
 
     @classmethod
     def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
-        """The rating distribution, and each query's ratings across runs."""
-        from evalnb.core.figures import new_figure
+        """Each query's rating from every autorater run, runs side by side (a rating of 0 drawn
+        as a point at 0, a query not rated says so, its status beside its id); the distribution
+        and agreement in the caption."""
+        from evalnb.core.figures import OFFLINE_NOTE
+        from evalnb.core.plots import dodged_bars
 
-        fig = new_figure((9, 3.5))
-        left, right = fig.subplots(1, 2)
-        counts = scores["rating_counts"]
-        left.bar(list(counts), list(counts.values()), color="#4c72b0")
-        left.set_xlabel("rating")
-        left.set_ylabel("autorater calls")
-        left.set_title("rating distribution")
-        rated = [r for r in scores["tasks"] if r["ratings"] and None not in r["ratings"]]
-        for i, row in enumerate(rated):
-            right.scatter([i] * len(row["ratings"]), row["ratings"], alpha=0.5, color="#dd8452")
-        right.set_xticks(range(len(rated)), [r["task_id"] for r in rated], rotation=60, fontsize=7)
-        right.set_yticks([0, 1, 2])
-        share = scores["agreement"]["unanimous_share"]
-        right.set_title(f"ratings per run (unanimous: {share:.0%})" if share is not None else "ratings per run")
         config = scores["judge_config"]
-        fig.suptitle(offline_title(scores, f"autorater {config['model']}, {config['num_runs']} runs"))
-        fig.tight_layout()
-        return fig
+        rated = [r for r in scores["tasks"] if r["ratings"]]
+        runs = max((len(r["ratings"]) for r in rated), default=0)
+        counts = ", ".join(f"{n} rated {k}" for k, n in scores["rating_counts"].items())
+        share = scores["agreement"]["unanimous_share"]
+        agreement = f"; the runs agree on {share:.0%} of queries" if share is not None else ""
+        offline = bool(scores.get("offline"))
+        caption = (f"Ratings (0, 1 or 2) of each query's trajectory by the autorater {config['model']}, one bar per "
+                   f"run of {config['num_runs']} (calls: {counts}{agreement}); a query without a trajectory "
+                   "is not rated (scored 0).") + (f" {OFFLINE_NOTE}" if offline else "")
+        series = {f"run {k + 1}": [r["ratings"][k] if k < len(r["ratings"]) else None for r in rated]
+                  for k in range(runs)}
+        return dodged_bars([r["task_id"] + ("" if r["status"] == "ok" else f" ({r['status']})") for r in rated],
+                           series, caption=caption, xlabel="rating", offline=dict.fromkeys(series, offline),
+                           xlim=(0, 2.05), ticks=[0, 1, 2], missing="not rated")
 
     @classmethod
     def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
@@ -99,7 +103,8 @@ class GeoExpertQueries(GeoExpertQueriesProtocol):
         report = scores.get("traces_report") or {}
         rows = [(kind.replace("_", " "), ", ".join(report.get(kind) or []) or "-")
                 for kind in ("missing_ids", "unknown_ids", "duplicate_ids", "converted_from_messages")]
-        return [(f"Trajectories file {report.get('file', '-')}",
+        shown = Path(report["file"]).name if report.get("file") else "-"   # its name: no machine path in a table
+        return [(f"Trajectories file {shown}",
                  pd.DataFrame(rows, columns=["", "queries"]).set_index(""))]
 
 

@@ -145,6 +145,7 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
     STATUSES: ClassVar[tuple[str, ...]] = ("ok", "missing", "pending")
     ITEM: ClassVar[type] = ExpertQuery
     ITEM_NOUN: ClassVar[str] = "query"
+    ITEM_NOUN_PLURAL: ClassVar[str] = "queries"
     CLUSTER_NOUN: ClassVar[str | None] = "query"   # reading 31: the query; the autorater runs are repeats within it
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
@@ -270,6 +271,10 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
         return True   # read from a file: nothing to resume
 
     # --- rating (readings 16, 17) -----------------------------------------------------------------------
+
+    def record_prompts(self) -> dict[str, str]:
+        """The rater's prompt as sent, date header included, placeholders unfilled."""
+        return {"rater": self.rating_template()}
 
     def rating_template(self) -> str:
         """The date header and the prompt file: the same for every trace, placeholders unfilled."""

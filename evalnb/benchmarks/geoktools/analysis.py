@@ -11,8 +11,8 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from evalnb.benchmarks.base import metric_ci, metric_value, offline_title
-from evalnb.benchmarks.geoktools.protocol import K_VALUES, METRICS, GeoKToolsProtocol
+from evalnb.benchmarks.base import metric_ci, metric_value
+from evalnb.benchmarks.geoktools.protocol import JUDGE_PROMPT, K_VALUES, METRICS, GeoKToolsProtocol
 from evalnb.benchmarks.geoktools.scoring import explain, golden_list, rouge_blind
 from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, Table
@@ -45,6 +45,13 @@ class GeoKTools(GeoKToolsProtocol):
             return ("An answer equal to the golden one (after `strip()`, or as equal JSON) scores 1 with no "
                     f"call (reading 12); every other answer is scored by {scorer}.")
         return super().describe(stage)
+
+    def record_prompts(self) -> dict[str, str]:
+        """The judge's system prompt file and user template (none with the deterministic scorer;
+        the contestant's answers come from a file or the case's query as written)."""
+        if self.judge_prompt is None:
+            return {}
+        return {"judge_system": self.judge_prompt.text, "judge_user": JUDGE_PROMPT}
 
     def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
                  scores: Mapping[str, Any]) -> list[ItemEvidence]:
@@ -119,29 +126,42 @@ class GeoKTools(GeoKToolsProtocol):
 
     @classmethod
     def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
-        """Mean score per K with its bootstrap interval as error bars."""
-        from evalnb.core.figures import new_figure
+        """Mean case score per K with its bootstrap interval as error bars, each value written
+        above its bar (a zero too), the overall mean as a dashed line; one column wide."""
+        from evalnb.core.figures import (OFFLINE, ONE_COLUMN, PALETTE, new_figure, styled, value_labels,
+                                         with_offline_note)
 
-        fig = new_figure((6, 3.5))
-        ax = fig.subplots()
         counts = Counter(r["K"] for r in scores["tasks"] if r["repeat"] == 1)
         ks = [k for k in K_VALUES if counts.get(k) and metric_ci(scores, f"K={k}")]
-        if ks:
-            means = [metric_value(scores, f"K={k}") or 0.0 for k in ks]
-            cis = [metric_ci(scores, f"K={k}") or {} for k in ks]
-            lows = [m - (c["low"] if c.get("low") is not None else m) for m, c in zip(means, cis)]
-            highs = [(c["high"] if c.get("high") is not None else m) - m for m, c in zip(means, cis)]
-            ax.bar([f"K={k}\n(n={counts[k]})" for k in ks], means, color="#4c72b0", yerr=[lows, highs], capsize=6)
-            overall = metric_value(scores, "overall")
-            if overall is not None:
-                ax.axhline(overall, color="black", linestyle="--", linewidth=1, label=f"overall {overall:.3f}")
-                ax.legend(loc="lower right")
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("accuracy (mean case score)")
         ci = metric_ci(scores, "overall") or {}
-        ax.set_title(offline_title(scores, f"accuracy by K, {int(ci.get('confidence', 0.95) * 100)}% bootstrap CI "
-                                           f"(n_boot={ci.get('n_boot', '-')}, seed={ci.get('seed', '-')})"))
-        return fig
+        overall = metric_value(scores, "overall")
+        offline = bool(scores.get("offline"))
+        caption = with_offline_note(
+            f"Accuracy (mean case score) by K, the number of elements in a case's golden list, with "
+            f"{int(ci.get('confidence', 0.95) * 100)}% percentile bootstrap intervals ({ci.get('n_boot', '-')} "
+            f"resamples, seed {ci.get('seed', '-')}; n cases under each bar)"
+            + (f"; dashed: the overall mean, {overall:.3f}." if overall is not None else "."), offline)
+
+        @styled
+        def draw() -> ReportFigure:
+            fig = new_figure((ONE_COLUMN, 2.4), caption=caption)
+            ax = fig.subplots()
+            if ks:
+                means = [metric_value(scores, f"K={k}") or 0.0 for k in ks]
+                cis = [metric_ci(scores, f"K={k}") or {} for k in ks]
+                highs = [c["high"] if c.get("high") is not None else m for m, c in zip(means, cis)]
+                lows = [c["low"] if c.get("low") is not None else m for m, c in zip(means, cis)]
+                bars = ax.bar([f"K={k}\n(n={counts[k]})" for k in ks], means,
+                              yerr=[[m - lo for m, lo in zip(means, lows)], [h - m for m, h in zip(means, highs)]],
+                              capsize=3, error_kw={"elinewidth": 0.8},
+                              **(OFFLINE if offline else {"color": PALETTE[0]}))   # type: ignore[arg-type]
+                value_labels(ax, bars, list(means), highs)
+                if overall is not None:
+                    ax.axhline(overall, color="black", linestyle="--", linewidth=0.8)
+            ax.set_ylim(0, 1.12)
+            ax.set_ylabel("accuracy")
+            return fig
+        return draw()
 
     @classmethod
     def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:

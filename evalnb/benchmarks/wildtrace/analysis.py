@@ -11,10 +11,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from evalnb.benchmarks.base import judge_table, offline_title
+from evalnb.benchmarks.base import judge_table
 from evalnb.benchmarks.wildtrace.imported import report_table
 from evalnb.benchmarks.wildtrace.repeats import repeat_key
-from evalnb.benchmarks.wildtrace.protocol import WildTraceProtocol, points_awarded, read_tasks
+from evalnb.benchmarks.wildtrace.protocol import (ANSWER_PROMPT, JUDGE_PROMPT, WildTraceProtocol, points_awarded,
+                                                  read_tasks)
 from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, RunScores, Table
 
@@ -44,6 +45,11 @@ class WildTrace(WildTraceProtocol):
                   "distributions, usage, and each task's evidence: document route, answer, rubric and every "
                   "judge's reply (`tasks.html` has every task whole).",
     }
+
+    def record_prompts(self) -> dict[str, str]:
+        """The templates as sent, placeholders unfilled (written to the run's prompts/ folder)."""
+        answered = {} if self.imported is not None else {"answer": ANSWER_PROMPT}   # imported answers: no answer prompt
+        return {**answered, "judge": JUDGE_PROMPT}
 
     def evidence(self, responses: Mapping[str, Record], judgements: Mapping[str, Record],
                  scores: Mapping[str, Any]) -> list[ItemEvidence]:
@@ -101,24 +107,15 @@ class WildTrace(WildTraceProtocol):
 
     @classmethod
     def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
-        """Per-judge score distributions."""
-        from evalnb.core.figures import new_figure
+        """Each judge's normalised scores as a strip plot, with its mean and interval."""
+        from evalnb.core.plots import judge_strip_plot
 
         results = cls.results(scores)
         per_judge: dict[str, list[float]] = {}
         for item in results.ids:
             for judge, score in results.judges.get(item, {}).items():
                 per_judge.setdefault(judge, []).append(score)
-        fig = new_figure((6, 3.5))
-        ax = fig.subplots()
-        labels = sorted(per_judge)
-        if labels:
-            ax.boxplot([per_judge[j] for j in labels], showmeans=True)
-            ax.set_xticks(range(1, len(labels) + 1), [j.replace(" ", "\n", 1) for j in labels])
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_ylabel("normalised judge score")
-        ax.set_title(offline_title(scores, "per-judge score distributions"))
-        return fig
+        return judge_strip_plot(per_judge, offline=bool(scores.get("offline")), ylabel="normalised judge score")
 
     @classmethod
     def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
@@ -175,7 +172,7 @@ def rubric_items(runs: Sequence[RunScores]) -> pd.DataFrame:
     for (task_id, i), per_model in shares.items():
         points, criterion = rubrics[task_id][i]
         rates = {m: sum(v) / len(v) for m, v in per_model.items()}
-        rows.append({"task_id": task_id, "item": f"P{i + 1}", "points": points, "criterion": criterion[:90],
+        rows.append({"task_id": task_id, "item": f"P{i + 1}", "points": points, "criterion": criterion,
                      **rates, "award_rate": sum(rates.values()) / len(rates)})
     out = pd.DataFrame(rows)
     if len(out):
@@ -183,22 +180,28 @@ def rubric_items(runs: Sequence[RunScores]) -> pd.DataFrame:
     return out
 
 
-def points_distribution(runs: Sequence[RunScores]) -> ReportFigure:
-    """Per model, each judged task's points as a share of its rubric's (panel mean of totals)."""
-    from evalnb.core.figures import new_figure
+POINTS_SHOWN = 30   # tasks in the compare figure: the lowest-scoring, so that it stays readable
 
-    fig = new_figure((6, 3.5))
-    ax = fig.subplots()
+
+def points_distribution(runs: Sequence[RunScores]) -> ReportFigure:
+    """Per task, each run's points as a share of the task's rubric points (panel mean of
+    the judges' totals): tasks sorted by their mean share over runs, lowest first, runs side
+    by side."""
+    from evalnb.core.plots import dodged_bars
+
+    shares: dict[str, dict[str, float]] = {}
     for label, scores in runs:
-        shares = [sum(j["total"] for j in row["judges"]) / len(row["judges"]) / row["max_points"]
-                  for row in scores["tasks"]
-                  if row["judges"] and row.get("max_points") and all(j["total"] is not None for j in row["judges"])]
-        totals = shares or [sum(j["total"] for j in row["judges"]) / len(row["judges"]) / 100
-                            for row in scores["tasks"] if row["judges"] and "max_points" not in row
-                            and all(j["total"] is not None for j in row["judges"])]
-        ax.hist(totals, bins=10, range=(0, 1), alpha=0.5, label=label)
-    ax.set_xlabel("points per judged task, share of its rubric's points (panel mean of totals)")
-    ax.set_ylabel("tasks")
-    ax.legend(fontsize=7)
-    ax.set_title("points distribution per task")
-    return fig
+        for row in scores["tasks"]:
+            if not row["judges"] or any(j["total"] is None for j in row["judges"]):
+                continue
+            top = row.get("max_points") or 100   # runs recorded before rows carried max_points: out of 100
+            shares.setdefault(row["task_id"], {})[label] = sum(j["total"] for j in row["judges"]) / len(row["judges"]) / top
+    order = sorted(shares, key=lambda t: (sum(shares[t].values()) / len(shares[t]), t))[:POINTS_SHOWN]
+    labels = [label for label, _ in runs]
+    offline = {label: bool(scores.get("offline")) for label, scores in runs}
+    shown = "" if len(shares) <= POINTS_SHOWN else f" The {POINTS_SHOWN} lowest of {len(shares)} judged tasks."
+    caption = ("Points awarded per judged task as a share of its rubric's points (the panel's mean total), "
+               f"one bar per run; tasks sorted by their mean share over runs, lowest first.{shown}"
+               + (" Grey hatched: an offline approximation, not comparable with the paper." if any(offline.values()) else ""))
+    return dodged_bars(order, {label: [shares[t].get(label) for t in order] for label in labels}, caption=caption,
+                       xlabel="share of the rubric's points", offline=offline)

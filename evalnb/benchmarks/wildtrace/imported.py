@@ -226,7 +226,7 @@ def report_table(report: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
 
     def ids(values: Sequence[str]) -> str:
         return ", ".join(values) if values else "-"
-    rows = [("file", report["file"]), ("sha256", report["sha256"]), ("shape", report["shape"]),
+    rows = [("file", Path(report["file"]).name), ("sha256", report["sha256"]),   # the name: no machine path ("shape", report["shape"]),
             ("answers in the file for tasks of the data file", report["answers"]),
             ("out of context under this run's cap, though the file answers them (scored 0, not judged)",
              report["out_of_context_answered"]),

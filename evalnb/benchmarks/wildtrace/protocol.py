@@ -214,6 +214,7 @@ class WildTraceProtocol(BaseBenchmark):
                                            "missing", "failed_transient", "pending")
     ITEM: ClassVar[type] = WildTraceTask
     ITEM_NOUN: ClassVar[str] = "task"
+    ITEM_NOUN_PLURAL: ClassVar[str] = "tasks"
     CLUSTER_NOUN: ClassVar[str | None] = "document"   # reading 31: tasks about one document are one cluster
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:

@@ -90,7 +90,7 @@ def batches_table(run: Any) -> pd.DataFrame:
     calls, submit and finish times, and the statuses its results were recorded with."""
     import pandas as pd
 
-    from evalnb.core.tables import readable
+    from evalnb.core.tables import Layout, readable
 
     rows = []
     for entry in read_only(run.dir):
@@ -98,4 +98,4 @@ def batches_table(run: Any) -> pd.DataFrame:
         results = entry.get("results")
         row["results"] = ", ".join(f"{k}: {v}" for k, v in results.items()) if results else None
         rows.append(row)
-    return readable(pd.DataFrame(rows, columns=COLUMNS))
+    return readable(pd.DataFrame(rows, columns=COLUMNS), Layout(empty="No batch: every endpoint ran live."))

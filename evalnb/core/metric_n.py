@@ -1,0 +1,50 @@
+"""How many items an estimate rests on: the ``n`` every table shows beside it.
+
+A bootstrap interval resamples every item of the run (``ci.n``), but a metric may read only
+some of them: a mean over the items that have a score (``missing="exclude"``) reads those
+(10 of 12, say), a per-stratum mean reads its stratum only, while a mean counting an unscored
+item as 0 reads all 12. Printing 12 beside the first told a reader its mean was over 12 items.
+
+A metric is any function of the repeats x items matrix, so which items it reads is found by
+asking it: an item counts when leaving it out changes the metric's value, on a copy of the
+matrix whose present cells hold distinct seeded random numbers (NaN cells stay NaN, so an
+item without a score of its own counts only where the metric counts it, as a mean with
+``missing="zero"`` does). A mean excluding missing cells is unchanged when a NaN item leaves;
+one counting them as 0 is not; a stratum's mean is unchanged when another stratum's item
+leaves. Equal values by chance have probability zero with random cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from evalnb.core import stats
+from evalnb.core.types import Metric
+
+
+def items_read(values: Any, metric: Metric, strata: Sequence[str] | None = None) -> int:
+    """How many items (columns of ``values``) ``metric`` reads (see the module)."""
+    matrix = np.asarray(values, dtype=float)
+    matrix = matrix[None, :] if matrix.ndim == 1 else matrix
+    n = matrix.shape[-1] if matrix.size else 0
+    if n == 0:
+        return 0
+    labels = list(strata) if strata is not None else [""] * n
+    probe = np.where(np.isnan(matrix), np.nan, np.random.default_rng(0).uniform(0.1, 0.9, matrix.shape))
+
+    def value(columns: np.ndarray) -> float:
+        part = probe[:, columns]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = metric.fn(part, stats.strata_columns([labels[i] for i in columns], len(columns)))
+        return float(np.asarray(out))
+
+    everything = value(np.arange(n))
+    count = 0
+    for j in range(n):
+        without = value(np.delete(np.arange(n), j))
+        if not (without == everything or (np.isnan(without) and np.isnan(everything))):
+            count += 1
+    return count
