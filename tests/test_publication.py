@@ -101,7 +101,7 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
     tex = (tmp_path / "t.tex").read_text()
     assert tex == (compare / "paper" / "tables.tex").read_text()   # render wrote the same into paper/
     blocks = re.findall(r"\\begin\{table\}\[htbp\](.*?)\\end\{table\}", tex, re.S)
-    assert len(blocks) == 3 == tex.count("\\begin{table}")
+    assert len(blocks) == 4 == tex.count("\\begin{table}")
     labels = []
     for block in blocks:
         assert "\\caption{" in block and "\\toprule" in block and "\\midrule" in block and "\\bottomrule" in block
@@ -111,7 +111,13 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
         body = block.split("\\midrule")[1].split("\\bottomrule")[0]
         for line in [ln for ln in body.strip().splitlines() if ln.strip()]:
             assert len(re.split(r"(?<!\\)&", line)) == len(spec.group(1)), line
-    assert labels == ["tab:evalnb-leaderboard", "tab:evalnb-paired_differences", "tab:evalnb-judge_agreement"]
+    assert labels == ["tab:evalnb-leaderboard", "tab:evalnb-paired_differences", "tab:evalnb-pairwise",
+                      "tab:evalnb-judge_agreement"]
+    # the pairwise verdicts (issue 28): each pair's difference and interval as compare.json holds them, its verdict
+    from evalnb.core.estimates import estimate_text
+    for pair in json.loads((compare / "compare.json").read_text())["tables"]["pairwise"]:
+        assert estimate_text(pair["delta"], pair["ci_low"], pair["ci_high"]) in blocks[2]
+        assert pair["verdict"].replace("_", "\\_") in blocks[2] and "Holm" in blocks[2]
     assert re.search(r"& 0\.551 \[0\.325, 0\.781\] & 12 &", tex)   # value [low, high], then n
     if shutil.which("pdflatex"):   # Debian's texlive-latex-base/-recommended (.ci/run installs them)
         (tmp_path / "paper.tex").write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage{booktabs}"

@@ -2,7 +2,7 @@
 
 From a run folder: the headline table, and the agreement between its judges (or rater runs)
 when it has two or more. From a compare folder (a suite's leaderboard too): the leaderboard,
-the paired differences and the judge agreement. Each table is read back from the record
+the paired differences, the pairwise verdicts (issue 28) and the judge agreement. Each table is read back from the record
 (``scores.json``, ``compare.json``), never recomputed, and shown in the one table style
 (:mod:`evalnb.core.tables`): LaTeX through pandas' Styler as a booktabs table, one
 ``\\begin{table}`` each with its caption and a label (``tab:evalnb-NAME``); Markdown as a
@@ -21,7 +21,7 @@ import pandas as pd
 
 from evalnb.core.errors import ConfigError
 from evalnb.core.records import read_json_if_exists, write_text
-from evalnb.core.tables import Layout, View, layout_of, paper_view, view_markdown
+from evalnb.core.tables import Estimate, Layout, View, layout_of, paper_view, view_markdown
 
 FORMATS = ("latex", "markdown", "csv")
 SUFFIX = {"latex": "tex", "markdown": "md"}
@@ -78,11 +78,29 @@ def compare_tables(folder: Path, compared: dict[str, Any]) -> list[PaperTable]:
         out.append(PaperTable("paired_differences", "Paired differences between models (A minus B) on the items both "
                               f"attempted, with {settings} resampling items.", pd.DataFrame(tables["paired_differences"]),
                               PAIRED_LAYOUT))
+    if tables.get("pairwise"):   # issue 28: one verdict per pair and headline metric, corrected for the pairs
+        pairs = pd.DataFrame(tables["pairwise"])
+        first = pairs.iloc[0]
+        out.append(PaperTable(
+            "pairwise", f"Pairwise verdicts per headline metric: the difference A minus B with its paired bootstrap "
+            f"interval resampling {first.get('cluster') or 'item'}s ({compared['n_boot']} resamples, seed "
+            f"{compared['seed']}), its clustered standard error, the correlation of the two models' item scores, "
+            f"the two-sided p-value (paired cluster bootstrap: docs/statistics.md), the p-value adjusted by Holm's "
+            f"method over every pair of the leaderboard, the verdict at alpha = {first.get('alpha', 0.05)}, and the "
+            f"minimum detectable difference at {float(first.get('power', 0.8)):.0%} power.", pairs, PAIRWISE_LAYOUT))
     if "judge_agreement" in tables and tables["judge_agreement"]:
         out.append(PaperTable("judge_agreement", "Agreement between the judges (or rater runs) of each model, over the "
                               "items both scored.", pd.DataFrame(tables["judge_agreement"]),
                               agreement_layout(compared.get("threshold", 0.2))))
     return out
+
+
+PAIRWISE_LAYOUT = Layout((Estimate("A - B [95% CI]", "delta", "ci_low", "ci_high", "n"),),
+                         hidden=("se_delta_items", "n_clusters", "alpha", "power", "cluster", "p_method"),
+                         rename={"model_a": "model A", "model_b": "model B", "se_delta": "SE", "rho": "rho",
+                                 "p_holm": "p (Holm)", "mde": "MDE"},
+                         fractions=("se_delta", "rho", "mde"),
+                         empty="Fewer than two runs, or no headline metric with a ratio form: no pairwise verdict.")
 
 
 def _offline(scores: dict[str, Any]) -> str:
