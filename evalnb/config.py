@@ -371,6 +371,7 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         retry=_retry(params.get("retry"), source), prices=dict(prices), options=options, source=source,
         budget=check_budget(params.get("budget"), source),
         subset=check_subset(params.get("subset"), source),
+        judge_retest=check_judge_retest(params.get("judge_retest"), source, len(judges_raw)),
     )
     if config.budget:
         check_priced(config)

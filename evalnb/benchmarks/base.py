@@ -148,7 +148,7 @@ def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int) 
     strata = [results.strata.get(i, "") for i in results.ids]
     return {m.name: {"label": m.label, "headline": m.headline,
                      "value": intervals[m.name].mean if m.name in intervals else None,
-                     "n": items_read(results.values, m, strata) if m.name in intervals else None,
+                     "n": items_read(results.values, m, strata, results.channels) if m.name in intervals else None,
                      "ci": intervals[m.name].as_dict() if m.name in intervals and m.interval else None}
             for m in metrics}
 

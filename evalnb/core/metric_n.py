@@ -16,7 +16,7 @@ leaves. Equal values by chance have probability zero with random cells.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,20 +25,29 @@ from evalnb.core import stats
 from evalnb.core.types import Metric
 
 
-def items_read(values: Any, metric: Metric, strata: Sequence[str] | None = None) -> int:
-    """How many items (columns of ``values``) ``metric`` reads (see the module)."""
+def items_read(values: Any, metric: Metric, strata: Sequence[str] | None = None,
+               channels: Mapping[str, Any] | None = None) -> int:
+    """How many items (columns of ``values``) ``metric`` reads (see the module); the named
+    channels a metric reads (``Metric.channels``) are probed the same way."""
     matrix = np.asarray(values, dtype=float)
     matrix = matrix[None, :] if matrix.ndim == 1 else matrix
     n = matrix.shape[-1] if matrix.size else 0
     if n == 0:
         return 0
     labels = list(strata) if strata is not None else [""] * n
-    probe = np.where(np.isnan(matrix), np.nan, np.random.default_rng(0).uniform(0.1, 0.9, matrix.shape))
+    rng = np.random.default_rng(0)
+
+    def probed(cells: np.ndarray) -> np.ndarray:
+        return np.where(np.isnan(cells), np.nan, rng.uniform(0.1, 0.9, cells.shape))
+    probe = probed(matrix)
+    named = {name: probed(np.broadcast_to(np.asarray((channels or {})[name], dtype=float), matrix.shape))
+             for name in metric.channels}
 
     def value(columns: np.ndarray) -> float:
         part = probe[:, columns]
+        kwargs = {name: cells[:, columns] for name, cells in named.items()}
         with np.errstate(invalid="ignore", divide="ignore"):
-            out = metric.fn(part, stats.strata_columns([labels[i] for i in columns], len(columns)))
+            out = metric.fn(part, stats.strata_columns([labels[i] for i in columns], len(columns)), **kwargs)
         return float(np.asarray(out))
 
     everything = value(np.arange(n))

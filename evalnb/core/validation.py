@@ -29,6 +29,7 @@ from typing import Any
 from evalnb.core.types import Call, Completion, JudgeStatus, Prepared, Status
 
 SHARED_STATUSES = {"generate": tuple(s.value for s in Status), "judge": tuple(s.value for s in JudgeStatus)}
+SHARED_STATUSES["judge_retest"] = SHARED_STATUSES["judge"]   # the retest study re-makes judge calls
 
 
 class InvalidRecord(ValueError):

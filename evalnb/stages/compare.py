@@ -246,7 +246,7 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
             row[name] = interval.mean
             if interval.method != "no interval":
                 row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high,
-                        f"{name}_n": items_read(results.values, metrics[name], _strata(results))}
+                        f"{name}_n": items_read(results.values, metrics[name], _strata(results), results.channels)}
         rows.append(row)
     first = headline_metrics(cmp)[0].name
     if any(m.name == first for m in joint(cmp).metrics):   # how sure the order is (evalnb.core.ranks)
