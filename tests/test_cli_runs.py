@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import tempfile
 import signal
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,10 @@ def check_demo_in_the_terminal(outputs: Path, printed: Any, capture: pytest.Capt
     shown = status(cmp)
     assert shown.startswith(f"compare: {cmp}") and "rank" in shown and "extractive-bm25 [offline]" in shown
 
-    half = outputs / "half"
+    # Copies for the half-done, failed and suite folders live beside the demo's outputs, not in
+    # them: the demo's folder is shared by other tests, which read every run it holds.
+    scratch = Path(tempfile.mkdtemp(prefix="status-", dir=outputs.parent))
+    half = scratch / "half"
     shutil.copytree(a, half)
     lines = (half / "judge.jsonl").read_text().splitlines(keepends=True)
     (half / "judge.jsonl").write_text("".join(lines[:8]))
@@ -82,7 +86,7 @@ def check_demo_in_the_terminal(outputs: Path, printed: Any, capture: pytest.Capt
     assert "judge         8/30  ok 8" in text and "not aggregated yet" in text
     assert "resumes and makes what remains (22 verdicts, at most)" in text
 
-    failed = outputs / "failed"
+    failed = scratch / "failed"
     shutil.copytree(half, failed)
     notebook = json.loads((failed / "02_judge.ipynb").read_text())
     code = next(c for c in notebook["cells"] if c["cell_type"] == "code")
@@ -92,7 +96,7 @@ def check_demo_in_the_terminal(outputs: Path, printed: Any, capture: pytest.Capt
     assert "state: the judge stage failed: ValueError: judge2: a bad reply" in text
     assert "resumes from the judge stage" in text
 
-    suite = outputs / "suite"
+    suite = scratch / "suite"
     shutil.copytree(a, suite / "runs" / "x")
     (suite / "suite.json").write_text(json.dumps({"suite_name": "s", "suite_file": "s.yaml", "contestants": ["x"],
                                                   "runs": {"x": {"outcome": {}}}}))
