@@ -1,6 +1,6 @@
 """A real model behind a real server (issue 30): llama-cpp-python's OpenAI-compatible server
 with the small base Gemma 3 270M GGUF, started by ``.ci/local_model`` (CI runs it after
-``make test``; see the README's "A local model").
+``make test``; see docs/local-model.md).
 
 Skipped unless LOCAL_LLM_URL is set (e.g. ``http://127.0.0.1:8080/v1``); under
 ``EVALNB_REQUIRE_LOCAL_LLM`` (as ``.ci/local_model`` sets it) a missing server is a failure,
