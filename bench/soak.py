@@ -363,6 +363,7 @@ def reference_phase(ws: Workspace, report: Report) -> tuple[tuple[Any, ...] | No
 class KillAttempt:
     killed: bool
     exit_code: int | None = None   # when the run ended by itself first
+    seconds: float = 0.0           # how long it ran, to its kill or its own end
     orphans: int = 0               # stage kernels alive after the grace period
     mid_calls: bool = False        # records were being appended: calls were in flight
 
@@ -372,7 +373,7 @@ def kill_once(params: Path, out: Path, log: Path, rng: random.Random, run_second
     """Start a run (a resume after the first) and SIGKILL its process group at a random moment:
     while calls remain to be made, three times in four as soon as the stores have grown by a
     random number of records (so that calls are in flight); otherwise at a random time within
-    a run's length (kernel start, any stage, aggregation, the report)."""
+    ``run_seconds``, the length of such a run (kernel start, any stage, aggregation, the report)."""
     stores = [out / "generate.jsonl", out / "judge.jsonl"]
 
     def records() -> int:
@@ -381,16 +382,18 @@ def kill_once(params: Path, out: Path, log: Path, rng: random.Random, run_second
     before = records()
     grow_to = before + rng.randint(1, 20) if work_left and rng.random() < 0.75 else None
     process = start_run(params, log)
-    deadline = time.monotonic() + (RUN_TIMEOUT if grow_to else rng.uniform(0.5, run_seconds))
+    started = time.monotonic()
+    deadline = started + (RUN_TIMEOUT if grow_to else rng.uniform(0.05, 0.95) * run_seconds)
     while process.poll() is None and time.monotonic() < deadline:
         if grow_to is not None and records() >= grow_to:
             break
         time.sleep(0.02)
     if process.poll() is not None:
-        return KillAttempt(False, exit_code=process.returncode)
+        return KillAttempt(False, exit_code=process.returncode, seconds=time.monotonic() - started)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    return KillAttempt(True, orphans=len(orphans(out)), mid_calls=records() > before)
+    return KillAttempt(True, orphans=len(orphans(out)), mid_calls=records() > before,
+                       seconds=time.monotonic() - started)
 
 
 def kill_phase(ws: Workspace, report: Report, kills: int, run_seconds: float) -> tuple[Any, ...] | None:
@@ -400,9 +403,14 @@ def kill_phase(ws: Workspace, report: Report, kills: int, run_seconds: float) ->
     attempts: list[KillAttempt] = []
     with fake_server(ws.log("server-kills"), KILL_FAULT_RATE, ws.seed + 1) as server:
         params, out = ws.params("kills", server.url)
+        span = run_seconds   # a whole run's length, until a run ends by itself sooner
         while sum(a.killed for a in attempts) < kills and len(attempts) < 3 * kills:
             work_left = bool(check_stores(out, ws.task_ids).lost)
-            attempts.append(kill_once(params, out, log, rng, run_seconds, work_left))
+            attempts.append(kill_once(params, out, log, rng, span, work_left))
+            if not attempts[-1].killed and attempts[-1].exit_code == 0:
+                # A finished run's rerun does no work and exits in a second or two (issue 25):
+                # later kills are drawn within that, so they land instead of missing.
+                span = min(span, attempts[-1].seconds)
         codes = run_until_complete(params, log, "after kills")
         stats = server.stats()
     killed = sum(a.killed for a in attempts)

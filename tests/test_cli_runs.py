@@ -47,7 +47,9 @@ def check_demo_in_the_terminal(outputs: Path, printed: Any, capture: pytest.Capt
             if m["headline"]:
                 row = next(line for line in block.splitlines() if line.split()[:1] == [metric])
                 ci = m.get("ci") or {}
-                assert estimate_text(m["value"], ci.get("low"), ci.get("high")) in row, (name, row)
+                shown = estimate_text(m["value"], ci.get("low"), ci.get("high"))
+                # then n: the items the estimate reads (Scored: the tasks scored, not every task)
+                assert re.search(rf"{re.escape(shown)}\s+{m['n']}\s", row), (name, row, m["n"])
     board = json.loads((cmp / "compare.json").read_text())["tables"]["leaderboard"]
     ranking = compare_results(cmp)
     assert [r["run"] for r in ranking["ranking"]] == [r["run"] for r in board]
@@ -140,5 +142,5 @@ def test_ctrl_c_during_a_stage_stops_the_kernel_says_one_line_exits_130_and_resu
         doc = json.loads(resumed.stdout)   # the results, one JSON document on stdout and nothing else
         assert doc["state"] == "complete" and doc["run_dir"] == str(run_dir)
         assert [(m["metric"], m["value"], m["ci_low"], m["ci_high"], m["n"]) for m in doc["metrics"]] == \
-            [(k, m["value"], m["ci"]["low"], m["ci"]["high"], m["ci"]["n"])
+            [(k, m["value"], m["ci"]["low"], m["ci"]["high"], m["n"])   # n: the items the estimate reads
              for k, m in scores(run_dir)["metrics"].items() if m["headline"]]

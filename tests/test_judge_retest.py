@@ -161,3 +161,24 @@ def test_the_resolved_parameters_keep_the_study_and_the_families(tmp_path: Path)
     again, _ = load_config(config.to_dict())
     assert again == config and again.judges[1].family == "qwen" and again.judge_retest == {
         "sample": 2, "repeats": 3, "seed": 0}
+
+
+def test_a_rerun_resumes_a_retest_call_that_failed(server: FakeLLMServer, tmp_path: Path) -> None:
+    """A retest call left failed (transient) is work for the judge stage, and the aggregate's
+    record of the stores covers the study's: a rerun with the same settings is not skipped."""
+    from evalnb.stages.pipeline import stage_records
+    from evalnb.stages.rerun import has_work
+    server.responder = NoisyJudges()
+    run = evalnb.open_run(openai_params(tmp_path, server.url, judge_retest={"sample": 2, "repeats": 1}))
+    evalnb.generate(run)
+    evalnb.judge(run)
+    judge_retest(run)
+    evalnb.aggregate(run)
+    assert not has_work(run, "judge", stage_records(run)) and not has_work(run, "aggregate", stage_records(run))
+    store = run.path("judge_retest.jsonl")
+    lines = store.read_text().splitlines()
+    failed = json.loads(lines[0]) | {"status": "failed_transient", "text": None,
+                                     "error": {"kind": "transient", "message": "HTTP 503: busy"}}
+    store.write_text("\n".join([*lines, json.dumps(failed)]) + "\n")   # its latest line: failed
+    assert has_work(run, "judge", stage_records(run))       # the study's call is resumed
+    assert has_work(run, "aggregate", stage_records(run))   # its store changed since the aggregate

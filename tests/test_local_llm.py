@@ -149,8 +149,9 @@ def test_a_prompt_over_the_window_is_never_an_answer(stream: bool) -> None:
     """Not streamed: the server's 400, a permanent context-length failure with its message.
     Streamed, llama.cpp's server answers 200 and an empty stream (its error goes to its log):
     evalnb asks once more without streaming and records the 400 it then gets. Sometimes
-    (a race in the server) it drops the connection before its headers instead, which evalnb
-    can only record as a transient connection failure: never an answer, never a score."""
+    (a race in the server) it drops the connection before its headers, or resets it while the
+    next attempt connects, which evalnb can only record as a transient connection failure:
+    never an answer, never a score. Both were seen in CI; a third shape fails the test."""
     import random
     from evalnb.config import EndpointConfig
     from evalnb.execution.runner import run_blocking
@@ -172,6 +173,7 @@ def test_a_prompt_over_the_window_is_never_an_answer(stream: bool) -> None:
     if not stream or outcome.error.kind == "permanent":
         assert outcome.error.kind == "permanent" and outcome.attempts == 1
         assert is_context_length_error(outcome.error.message, outcome.error.code), outcome.error.message
-    else:   # the server's race: dropped before its headers
-        assert outcome.error.kind == "transient" and "Server disconnected" in "".join(
-            [outcome.error.message, *outcome.retried_errors]), outcome
+    else:   # the server's race: dropped before its headers, or reset while connecting
+        said = [outcome.error.message, *outcome.retried_errors]
+        assert outcome.error.kind == "transient", outcome
+        assert all("Server disconnected" in m or "Connection reset by peer" in m for m in said), said

@@ -41,7 +41,9 @@ def metric_entries(scores: Mapping[str, Any], headline_only: bool = True) -> lis
             continue
         ci = m.get("ci") or {}
         entries.append({"metric": name, "label": m.get("label"), "value": m.get("value"),
-                        "ci_low": ci.get("low"), "ci_high": ci.get("high"), "n": ci.get("n")})
+                        "ci_low": ci.get("low"), "ci_high": ci.get("high"),
+                        # the items the estimate reads (Scored: the tasks scored), as every table shows it
+                        "n": m["n"] if m.get("n") is not None else ci.get("n")})
     return entries
 
 

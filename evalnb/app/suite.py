@@ -220,7 +220,7 @@ def write_leaderboard(suite: Suite, rows: Mapping[str, Mapping[str, Any]]) -> di
         if why:
             complete.remove(contestant)
             missing.append(f"{contestant.name} (did not run: {why})")
-            print(f"evalnb suite: {why}", file=sys.stderr)
+            _say(f"evalnb suite: {why}")
     out = suite.dir / LEADERBOARD_DIR
     shutil.rmtree(out, ignore_errors=True)   # derived from the runs: an older board would mislead
     if not complete:

@@ -5,7 +5,8 @@ some of them: a mean over the items that have a score (``missing="exclude"``) re
 (10 of 12, say), a per-stratum mean reads its stratum only, while a mean counting an unscored
 item as 0 reads all 12. Printing 12 beside the first told a reader its mean was over 12 items.
 
-A metric is any function of the repeats x items matrix, so which items it reads is found by
+A metric with a ratio form (:mod:`evalnb.core.clustered`) declares the items it reads. Any
+other metric is a function of the repeats x items matrix, so which items it reads is found by
 asking it: an item counts when leaving it out changes the metric's value, on a copy of the
 matrix whose present cells hold distinct seeded random numbers (NaN cells stay NaN, so an
 item without a score of its own counts only where the metric counts it, as a mean with
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from evalnb.core import stats
+from evalnb.core.clustered import form_of
 from evalnb.core.types import Metric
 
 
@@ -35,6 +37,12 @@ def items_read(values: Any, metric: Metric, strata: Sequence[str] | None = None,
     if n == 0:
         return 0
     labels = list(strata) if strata is not None else [""] * n
+    # A metric with a ratio form (every mean, share and stratum mean) says which items it reads:
+    # one pass. Probing by leaving items out cannot see a share of scored cells, whose value
+    # depends only on which cells are missing (it would read none on a run with none missing).
+    form = form_of(metric.fn, matrix, stats.strata_columns(labels, n), channels)
+    if form is not None:
+        return int(form.used().sum())
     rng = np.random.default_rng(0)
 
     def probed(cells: np.ndarray) -> np.ndarray:

@@ -28,10 +28,8 @@ def judge_strip_plot(per_judge: Mapping[str, Sequence[float]], *, offline: bool 
     the mean as a bar across the column and its 95% percentile bootstrap interval as a line."""
     labels = sorted(per_judge)
     width = ONE_COLUMN if len(labels) <= 4 else TWO_COLUMNS
-    rows = []
-    for judge in labels:
-        ci = stats.bootstrap_ci(list(per_judge[judge]), n_boot=JUDGE_INTERVAL_BOOT, seed=0)
-        rows.append(f"{judge}: {estimate_text(ci.mean, ci.low, ci.high)}, n={len(per_judge[judge])}")
+    cis = {judge: stats.bootstrap_ci(list(per_judge[judge]), n_boot=JUDGE_INTERVAL_BOOT, seed=0) for judge in labels}
+    rows = [f"{judge}: {estimate_text(ci.mean, ci.low, ci.high)}, n={len(per_judge[judge])}" for judge, ci in cis.items()]
     fig = new_figure((width, 2.6), caption=with_offline_note(
         f"Each {what}'s scores, one point per item (jittered sideways); the black bar is the {what}'s mean "
         f"and the line its 95% percentile bootstrap interval ({JUDGE_INTERVAL_BOOT} resamples, seed 0). "
@@ -43,7 +41,7 @@ def judge_strip_plot(per_judge: Mapping[str, Sequence[float]], *, offline: bool 
         colour = "#888888" if offline else PALETTE[x % len(PALETTE)]   # offline: grey
         ax.scatter(x + rng.uniform(-0.18, 0.18, len(scores)), scores, s=10, color=colour, alpha=0.85,
                    edgecolors="none", zorder=2)
-        ci = stats.bootstrap_ci(list(scores), n_boot=JUDGE_INTERVAL_BOOT, seed=0)
+        ci = cis[judge]
         if ci.mean is not None:
             ax.plot([x - 0.3, x + 0.3], [ci.mean, ci.mean], color="black", linewidth=1.6, zorder=3)
         if ci.low is not None and ci.high is not None:

@@ -26,6 +26,7 @@ from evalnb.providers.pacing import Pacer
 from evalnb.core.progress import StageProgress
 from evalnb.core.reasoning import reasoning_fields
 from evalnb.providers.base import Completion, Provider, Usage
+from evalnb.core.types import Latency
 from evalnb.core.records import JsonlStore
 from evalnb.core.redaction import redact
 from evalnb.core.events import FIRST_REPLY
@@ -44,10 +45,19 @@ def completion_fields(completion: Completion) -> dict[str, Any]:
         "model_route": completion.model_route,
         "request_id": completion.request_id,
         "provider_meta": completion.raw,
-        "latency": asdict(completion.latency) if completion.latency else None,
+        "latency": latency_fields(completion.latency),
         **({"streamed": True} if completion.streamed else {}),
         **reasoning_fields(completion),
     }
+
+
+def latency_fields(latency: Latency | None) -> dict[str, Any] | None:
+    """A record's latency; ``server_s`` only where the server reported its own time (the
+    records of other servers read as they always did)."""
+    if latency is None:
+        return None
+    fields = asdict(latency)
+    return fields if fields["server_s"] is not None else {k: v for k, v in fields.items() if k != "server_s"}
 
 
 def usage_fields(usage: Usage | None) -> dict[str, Any] | None:

@@ -17,13 +17,9 @@ from typing import Any
 import anthropic
 from anthropic.types import Message, RedactedThinkingBlock, TextBlock, ThinkingBlock, Usage
 
-from evalnb.providers.base import ProviderError, http_error, transport_error, unreadable_reply
+from evalnb.providers.base import ERROR_TYPE_STATUS, ProviderError, http_error, transport_error, unreadable_reply
 from evalnb.providers.streaming import StreamedReply, StreamSettings, StreamWatch
 
-# Anthropic error types -> the HTTP status they come with (an error event carries only the type).
-ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
-                "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
-                "rate_limit_error": 429, "api_error": 500, "timeout_error": 504, "overloaded_error": 529}
 
 
 def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception], ProviderError]:
@@ -32,7 +28,7 @@ def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception
             body: dict[str, Any] = error.body if isinstance(error.body, dict) else {}
             detail: dict[str, Any] = body["error"] if isinstance(body.get("error"), dict) else {}
             kind = str(detail.get("type", ""))
-            return http_error(ERROR_STATUS.get(kind, 500), f"error event {kind or '?'}: {detail.get('message', '')}",
+            return http_error(ERROR_TYPE_STATUS.get(kind, 500), f"error event {kind or '?'}: {detail.get('message', '')}",
                               error_type=kind or None)
         if isinstance(error, anthropic.APIError):
             return api_error(error)

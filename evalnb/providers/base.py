@@ -14,14 +14,19 @@ from typing import Any, Protocol
 
 from evalnb.core.errors import ConfigError
 from evalnb.core.redaction import redact
-from evalnb.providers.failures import endpoint_cause, unreached
+from evalnb.providers.failures import dropped, endpoint_cause, unreached
 # The request and completion types live in evalnb.core.types (shared by every layer); re-exported here.
 from evalnb.core.types import ChatRequest as ChatRequest, Completion as Completion, Usage as Usage
 from evalnb.core.types import CompletionStatus as CompletionStatus, ErrorKind as ErrorKind
 
 # Spec README reading 6 and the provider notes: what is worth retrying.
 TRANSIENT_STATUS = frozenset({408, 409, 429, 529})
-PERMANENT_QUOTA_CODES = frozenset({"insufficient_quota"})
+# An error object's type -> the HTTP status it comes with (a stream's error event, a batch
+# result's error carry only the type): Anthropic's types and the OpenAI-compatible ones.
+ERROR_TYPE_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
+                     "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
+                     "rate_limit_error": 429, "rate_limit_exceeded": 429, "insufficient_quota": 429,
+                     "api_error": 500, "server_error": 500, "timeout_error": 504, "overloaded_error": 529}
 CONTEXT_LENGTH_HINT = ("the document did not fit the model's context window: probe the real "
                        "window with `evalnb probe-window` and set model.caps in the parameters")
 
@@ -48,8 +53,6 @@ class ProviderError(Exception):
 def classify_status(status: int, code: str | None = None) -> ErrorKind:
     """Transient: 408, 409, 429, 5xx, 529. Permanent: any other 4xx (an endpoint's refusal of
     its own is told apart before this, by :func:`http_error`)."""
-    if status == 429 and code in PERMANENT_QUOTA_CODES:
-        return "permanent"
     if status in TRANSIENT_STATUS or status >= 500:
         return "transient"
     return "permanent"
@@ -130,6 +133,9 @@ def transport_error(error: BaseException) -> ProviderError:
     never = unreached(error)
     if never is not None:
         return ProviderError("transient", never[1], code=never[0], reached=False)
+    lost = dropped(error)
+    if lost is not None:
+        return ProviderError("transient", lost[1], code=lost[0])
     return ProviderError("transient", f"{type(error).__name__}: {error}")
 
 

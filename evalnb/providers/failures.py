@@ -124,13 +124,15 @@ def unreached(error: BaseException) -> tuple[str, str] | None:
     or failed while connecting; None otherwise. Read through the exception's causes, where
     each SDK keeps the transport's own error (openai's APITimeoutError over aiohttp's
     ClientConnectorError over ConnectionRefusedError)."""
-    seen: list[BaseException] = []
-    link: BaseException | None = error
-    while link is not None and len(seen) < 12 and link not in seen:
-        seen.append(link)
-        link = link.__cause__ or link.__context__
+    seen = _chain(error)
+    native = next((e for e in seen if type(e).__module__.split(".")[0] == "aiohttp"), None)
+    if native is not None and not (_is_connector_error(native) or type(native).__name__ == "ConnectionTimeoutError"):
+        # openai's and anthropic's aiohttp transport maps every aiohttp ClientConnectionError to
+        # httpx's ConnectTimeout, a reset of an established connection included: aiohttp's own
+        # error says whether the connection was ever made.
+        return None
     where = next((f"{getattr(e, 'host', '?')}:{getattr(e, 'port', '?')}" for e in seen
-                  if _is_connector_error(e) and hasattr(e, "host")), None)
+                  if _is_connector_error(e) and hasattr(e, "host")), None) or _request_address(seen)
     if any(isinstance(e, socket.gaierror) or type(e).__name__ == "ClientConnectorDNSError" for e in seen):
         host = (where or "").rsplit(":", 1)[0] or "?"
         return "dns_failure", f"DNS failure: {host} did not resolve"
@@ -143,10 +145,50 @@ def unreached(error: BaseException) -> tuple[str, str] | None:
     return None
 
 
+def dropped(error: BaseException) -> tuple[str, str] | None:
+    """``(code, message)`` when a connection was made and then lost before a whole reply: reset
+    by the peer, or closed before the response's headers. The request may have reached the
+    provider, so it is billed at its upper bound like any other transient failure."""
+    seen = _chain(error)
+    lost = next((e for e in reversed(seen) if isinstance(e, (ConnectionResetError, BrokenPipeError))
+                 or type(e).__name__ in ("ServerDisconnectedError", "ClientOSError", "RemoteProtocolError",
+                                         "ReadError", "WriteError")), None)
+    if lost is None:
+        return None
+    where = _request_address(seen)
+    return "connection_dropped", f"connection dropped{f' by {where}' if where else ''}: {lost}"
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and its causes, outermost first (at most 12, never a cycle)."""
+    seen: list[BaseException] = []
+    link: BaseException | None = error
+    while link is not None and len(seen) < 12 and link not in seen:
+        seen.append(link)
+        link = link.__cause__ or link.__context__
+    return seen
+
+
 def _is_connector_error(error: BaseException) -> bool:
     """aiohttp's ClientConnectorError family (DNS, refused, TLS handshake), by name: the
     providers layer imports aiohttp only where an SDK uses it."""
     return any(c.__name__ == "ClientConnectorError" for c in type(error).__mro__)
+
+
+def _request_address(chain: list[BaseException]) -> str | None:
+    """``host:port`` of the request an httpx error (or the SDK error over it) carries; httpx's
+    ``.request`` raises RuntimeError when the error was raised without one."""
+    for error in chain:
+        try:
+            url = getattr(error, "request", None)
+        except RuntimeError:
+            continue
+        url = getattr(url, "url", None)
+        host = getattr(url, "host", None)
+        if host:
+            port = getattr(url, "port", None) or {"https": 443, "http": 80}.get(str(getattr(url, "scheme", "")), "?")
+            return f"{host}:{port}"
+    return None
 
 
 def _address(chain: list[BaseException]) -> str:

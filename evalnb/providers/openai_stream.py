@@ -24,7 +24,7 @@ import openai
 from openai._models import construct_type
 from openai.types.chat import ChatCompletion
 
-from evalnb.providers.base import (ProviderError, http_error, is_context_length_error, malformed_reply,
+from evalnb.providers.base import (ERROR_TYPE_STATUS, ProviderError, http_error, is_context_length_error, malformed_reply,
                                    transport_error, unreadable_reply)
 from evalnb.providers.streaming import EventSplitter, StreamedReply, StreamSettings, StreamWatch
 
@@ -42,11 +42,6 @@ def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception
     return classify
 
 
-# OpenAI-compatible error types -> the HTTP status they come with when not streamed (an error
-# object inside a 200 stream carries a type, sometimes a numeric code, never the status).
-ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
-                "not_found_error": 404, "rate_limit_error": 429, "rate_limit_exceeded": 429,
-                "insufficient_quota": 429, "server_error": 500, "api_error": 500, "overloaded_error": 529}
 
 
 def stream_error(error: Any) -> ProviderError:
@@ -57,8 +52,8 @@ def stream_error(error: Any) -> ProviderError:
     detail = error if isinstance(error, dict) else {"message": str(error)}
     message = str(detail.get("message") or detail)
     code, kind = detail.get("code"), str(detail.get("type") or "")
-    status = code if isinstance(code, int) and 400 <= code < 600 else ERROR_STATUS.get(kind) or \
-        ERROR_STATUS.get(str(code or ""))
+    status = code if isinstance(code, int) and 400 <= code < 600 else ERROR_TYPE_STATUS.get(kind) or \
+        ERROR_TYPE_STATUS.get(str(code or ""))
     text_code = str(code) if isinstance(code, str) else (kind or None)
     if is_context_length_error(message, text_code):
         status = 400
@@ -115,12 +110,12 @@ class ChunkAssembly:
             self.first = chunk
         if chunk.get("error"):   # an error part-way, with or without choices beside it
             self._error(chunk["error"])
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        if chunk.get("timings"):   # llama.cpp's server: its own prompt and generation times
+            self.timings = chunk["timings"]
         choices = chunk.get("choices")
         if not choices:
-            if chunk.get("usage"):
-                self.usage = chunk["usage"]
-            if chunk.get("timings"):
-                self.timings = chunk["timings"]
             return
         choice = choices[0] if isinstance(choices, list) else None
         delta = choice.get("delta") if isinstance(choice, dict) else None
@@ -138,10 +133,6 @@ class ChunkAssembly:
                     watch.received(len(value))
         if choice.get("finish_reason"):
             self.finish = choice["finish_reason"]
-        if chunk.get("usage"):
-            self.usage = chunk["usage"]
-        if chunk.get("timings"):   # llama.cpp's server: its own prompt and generation times
-            self.timings = chunk["timings"]
 
     @staticmethod
     def _error(error: Any) -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnb.core.errors import ConfigError
+from evalnb.core.estimates import number_text
 from evalnb.core.redaction import redact
 from evalnb.core.types import Fact, ItemEvidence, Passage, Table
 from evalnb.core.words import count_of, nouns_of, plural
@@ -204,7 +205,7 @@ def show(run_dir: Path, item_id: str) -> ItemView:
 
 _STYLE = """<style>
 .evalnb-tasks table{border-collapse:collapse;font-size:12px;margin:4px 0 10px}
-div.evalnb-tasks table th,div.evalnb-tasks table td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
+div.evalnb-tasks.evalnb-tasks table th,div.evalnb-tasks.evalnb-tasks table td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}\ndiv.evalnb-tasks.evalnb-tasks table td.num{text-align:right}
 .evalnb-tasks pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;border:1px solid #ddd;
 padding:6px;max-height:none;font-size:12px}
 .evalnb-tasks .evidence{border-left:3px solid #4c72b0;padding-left:10px;margin:10px 0 18px}
@@ -212,9 +213,22 @@ padding:6px;max-height:none;font-size:12px}
 </style>"""
 
 
-def _html_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "") -> str:
+def _cell(value: Any, fraction: bool) -> str:
+    """A table cell: text left, numbers right; a score (``fraction``) always with its decimals,
+    so 1 reads 1.000 beside 0.500, never as a count."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = number_text(value) if fraction else number(value)
+        return f'<td class="num">{html.escape(text)}</td>'
+    return f"<td>{html.escape(number(value))}</td>"
+
+
+def _html_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "",
+                fractions: Sequence[str] = ()) -> str:
+    """The evidence's own tables (self-contained HTML: also in tasks.html, with no stylesheet
+    but ours); the JupyterLab stylesheet a rendered page carries is outranked by the doubled
+    class in _STYLE."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(number(v))}</td>" for v in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(_cell(v, c in fractions) for c, v in zip(columns, row)) + "</tr>" for row in rows)
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -270,7 +284,7 @@ class TasksView:
         parts = [_STYLE, '<div class="evalnb-tasks">',
                  f"<p>{count_of(len(self.items), noun, nouns)}. Every {noun}'s full evidence: "
                  "<code>tasks.html</code> in the run directory, or <code>evalnb show RUN_DIR ID</code>.</p>",
-                 _html_table(columns, rows, "compact"),
+                 _html_table(columns, rows, "compact", fractions=columns[2:]),   # the scores
                  f"<h3>The {'lowest-scoring ' + noun if len(low) == 1 else f'{len(low)} lowest-scoring {nouns}'}</h3>",
                  *(evidence_html(i, self.meta) for i in low)]
         if spread:

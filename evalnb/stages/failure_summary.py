@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from evalnb.core.records import JsonlStore
+from evalnb.core.records import read_lines
 from evalnb.core.redaction import redact
 from evalnb.core.types import CALL_STAGES, FAILED_ENDPOINT
 
@@ -39,7 +39,8 @@ ANSWERED = frozenset({"ok", "refused", "empty"})   # the contestant said somethi
 
 # Error codes evalnb gives failures that carry no HTTP status, as a reader names them.
 CODE_NAMES = {"connection_refused": "connection refused", "dns_failure": "DNS failure",
-              "connect_failed": "could not connect", "malformed_reply": "malformed reply",
+              "connect_failed": "could not connect",
+              "connection_dropped": "connection dropped", "malformed_reply": "malformed reply",
               "stream_timeout": "stream stalled", "stream_broken": "stream broke", "stream_error": "stream error event",
               "not_sent": "not sent", "unexpected": "unexpected error", "batch_failed": "batch failed",
               "batch_expired": "batch request expired", "batch_missing": "batch request missing"}
@@ -140,8 +141,10 @@ def run_config(run_dir: Path) -> dict[str, Any]:
 
 
 def latest_records(run_dir: Path, stage: str) -> dict[str, dict[str, Any]]:
-    """The latest line of every call of a stage, endpoint failures included."""
-    return JsonlStore(run_dir / f"{stage}.jsonl").load(endpoint_failures=True)
+    """The latest line of every call of a stage, endpoint failures included. Read only: a
+    store's loader mends an unfinished last line in place, and `evalnb status` (which uses
+    this) may read a run another process is writing."""
+    return {str(r["key"]): r for r in read_lines(run_dir / f"{stage}.jsonl") if isinstance(r, dict) and "key" in r}
 
 
 def failure_summary(run_dir: Path, stages: Sequence[str] = CALL_STAGES,
@@ -227,7 +230,7 @@ def incomplete_line(run_dir: Path) -> str:
 def no_answer_line(run_dir: Path) -> str | None:
     """None when the generate stage produced an answer (or made no call); else what a later
     stage says instead of pretending to judge or aggregate nothing."""
-    records = JsonlStore(Path(run_dir) / "generate.jsonl").load(endpoint_failures=True)
+    records = latest_records(Path(run_dir), "generate")
     if not records or any(r.get("status") in ANSWERED for r in records.values()):
         return None
     failures = [e for e in failure_summary(run_dir, ("generate",))]
@@ -261,7 +264,6 @@ def summary_table(run_dir: Path) -> pd.DataFrame:
 def item_calls(run_dir: Path, item_id: str) -> list[str]:
     """Every call of one item, each stage's lines in order, with its status, attempts and error
     (``evalnb show``): what was tried, how often, and what came back."""
-    from evalnb.core.records import read_lines
 
     lines: list[str] = []
     for stage in CALL_STAGES:

@@ -110,7 +110,7 @@ def leave_one_judge_out(cmp: Comparison) -> pd.DataFrame | None:
     mean), each model's score and rank change, and Kendall's tau-b to the full panel's order."""
     import pandas as pd
 
-    from evalnb.core.tables import readable
+    from evalnb.core.tables import Layout, readable
 
     labels = panel_runs(cmp)
     if not labels or any(run.results(cmp.benchmark).repeats != 1 for run in cmp.runs):
@@ -129,7 +129,9 @@ def leave_one_judge_out(cmp: Comparison) -> pd.DataFrame | None:
                  for run, f, s, rf, r in zip(runs, full, scores, full_ranks, ranks)]
     table = pd.DataFrame(rows)
     cmp.tables["leave_one_judge_out"] = table
-    return readable(table.set_index(["without", "model"]))
+    # scores and tau are fractions: a 0 score shown as 0.000 beside 0.551, never as a count "0"
+    return readable(table.set_index(["without", "model"]), Layout(fractions=("score_full", "score_without",
+                                                                             "kendall_tau")))
 
 
 def judge_families(cmp: Comparison, labels: Sequence[str]) -> Mapping[str, str | None]:

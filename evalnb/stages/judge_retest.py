@@ -29,7 +29,7 @@ import numpy as np
 from evalnb.core import reliability
 from evalnb.core.records import JsonlStore
 from evalnb.core.run_config import RunConfig
-from evalnb.core.types import Call, Prepared, Record
+from evalnb.core.types import CALL_STAGES, Call, Prepared, Record
 from evalnb.stages.judge_stats import as_json
 
 STAGE = "judge_retest"
@@ -78,6 +78,19 @@ def retest_calls(spec: Mapping[str, int], calls: Sequence[Call], verdicts: Mappi
             out += [Call(f"{call.key}{MARK}{k}", call.endpoint, functools.partial(_repeat, call.prepare, call.key, k),
                          call.interpret) for k in range(1, spec["repeats"] + 1)]
     return out
+
+
+def digested_stages(config: RunConfig) -> tuple[str, ...]:
+    """The stores whose digests the aggregate records and a rerun compares: the protocol's
+    stages, and the retest study's when the run has one (its new verdicts change scores.json)."""
+    return (*CALL_STAGES, STAGE) if config.judge_retest else tuple(CALL_STAGES)
+
+
+def pending(run_dir: Any, spec: Mapping[str, int], calls: Sequence[Call], verdicts: Mapping[str, Record],
+            done: Callable[[Record], bool]) -> bool:
+    """Whether any of the study's calls has no done record yet (a failed one stays resumable)."""
+    stored = store_records(run_dir)
+    return any(c.key not in stored or not done(stored[c.key]) for c in retest_calls(spec, calls, verdicts, done))
 
 
 def store_records(run_dir: Any) -> dict[str, Record]:

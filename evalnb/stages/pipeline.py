@@ -364,7 +364,8 @@ def aggregate(run: Run) -> pd.DataFrame:
                     complete=scores["complete"], routes=routes(run, stores),
                     usage=scores["usage"], aggregated_at=aggregated_at,
                     **({"budget": scores["budget"]} if "budget" in scores else {}),
-                    stores={stage: store_digest(run.path(f"{stage}.jsonl")) for stage in stores})
+                    stores={stage: store_digest(run.path(f"{stage}.jsonl"))
+                            for stage in judge_retest.digested_stages(run.config)})
     write_evidence(run, stores, scores)
     if nothing := no_answer_line(run.dir):   # no headline of nothing: say why, with the failure summary's table
         say(f"aggregate: {nothing}; no headline: such a run measures its endpoint, not its model")

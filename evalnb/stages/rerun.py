@@ -43,8 +43,9 @@ from evalnb.core.errors import EvalnbError
 from evalnb.core.jsondiff import as_json, differences
 from evalnb.core.manifest import store_digest, utc_now
 from evalnb.core.records import read_json_if_exists
-from evalnb.core.types import CALL_STAGES, Call, Record
+from evalnb.core.types import Call, Record
 from evalnb.execution.batch.journal import JOURNAL_NAME, in_flight
+from evalnb.stages import judge_retest
 from evalnb.stages.pipeline import Run, stage_records
 
 AGGREGATE_OUTPUTS = ("scores.json", "status.json", "evidence.json")
@@ -118,12 +119,14 @@ def has_work(run: Run, stage: str, stores: Mapping[str, Mapping[str, Record]]) -
         return (_pending(bench.generation_calls(), stores["generate"], bench.generation_done)
                 or _batches_in_flight(run, stage) or not run.path("responses.json").exists())
     if stage == "judge":
-        return (_pending(bench.judge_calls(stores["generate"]), stores["judge"], bench.judge_done)
-                or _batches_in_flight(run, stage))
+        calls = bench.judge_calls(stores["generate"])
+        spec = run.config.judge_retest   # the retest study, resumed in the judge stage once the protocol is done
+        return (_pending(calls, stores["judge"], bench.judge_done) or _batches_in_flight(run, stage)
+                or bool(spec and judge_retest.pending(run.dir, spec, calls, stores["judge"], bench.judge_done)))
     if stage == "aggregate":
         aggregated = (read_json_if_exists(run.path("manifest.json")) or {}).get("stores")
         return (not all(run.path(name).exists() for name in AGGREGATE_OUTPUTS)
-                or aggregated != {s: store_digest(run.path(f"{s}.jsonl")) for s in CALL_STAGES})
+                or aggregated != {s: store_digest(run.path(f"{s}.jsonl")) for s in judge_retest.digested_stages(run.config)})
     return False   # report: reads only what the aggregate wrote
 
 

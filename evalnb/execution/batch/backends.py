@@ -19,17 +19,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from evalnb.providers.base import Completion, ChatRequest, ProviderError, http_error
+from evalnb.providers.base import ERROR_TYPE_STATUS, Completion, ChatRequest, ProviderError, http_error, transport_error
 
 PollState = Literal["running", "ended", "failed"]
 Outcome = Completion | ProviderError
 # How far the local clock and the provider's may disagree when looking a batch up by time.
 CLOCK_SKEW = 600.0
 
-# Anthropic error types -> the HTTP status they come with (results carry only the type).
-ANTHROPIC_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
-                    "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
-                    "rate_limit_error": 429, "api_error": 500, "timeout_error": 504, "overloaded_error": 529}
 # google.rpc.Code -> HTTP status (the mapping of google.rpc.code.proto), for Gemini's per-request errors.
 GRPC_STATUS = {1: 499, 2: 500, 3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429, 9: 400, 10: 409, 11: 400,
                12: 501, 13: 500, 14: 503, 15: 500, 16: 401}
@@ -109,8 +105,9 @@ def management_error(error: Exception) -> ProviderError:
         return sdk_error(error)
     from google.genai import errors
     if isinstance(error, errors.APIError):
-        return http_error(error.code, error.message or str(error), code=error.status)
-    return ProviderError("transient", f"{type(error).__name__}: {error}")
+        from evalnb.providers.gemini import api_error   # the live reading: endpoint causes, retry hints
+        return api_error(error)
+    return transport_error(error)   # a refused connection says so, and was not billed
 
 
 # --- OpenAI --------------------------------------------------------------------------------------
@@ -255,7 +252,7 @@ class AnthropicBatches:
                     outcome = failure
             elif result.type == "errored":
                 error = result.error.error
-                outcome = http_error(ANTHROPIC_STATUS.get(error.type, 500), error.message)
+                outcome = http_error(ERROR_TYPE_STATUS.get(error.type, 500), error.message)
             else:   # expired, canceled
                 outcome = lost(result.type)
             out.append((item.custom_id, outcome))
