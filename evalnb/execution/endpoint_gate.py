@@ -7,6 +7,11 @@ no further attempt is sent to it (not a new call, not a retry of a call in fligh
 already in flight are let finish and are recorded as they end, and every call not sent stays
 unanswered, without a record, to be made by the next pass. Other endpoints of the stage (the
 other judges of a panel) go on.
+
+Which endpoints have stopped is one mapping per stage (:data:`Stopped`), shared by every gate of
+the stage and by its batches (:mod:`evalnb.execution.batch.engine`): in batch mode a stage makes
+live calls in several rounds (an endpoint's live calls, and each poll's resends with ``resend:
+live``), and a refusal met in any of them, or by a batch, must hold for all the others.
 """
 
 from __future__ import annotations
@@ -21,13 +26,22 @@ class EndpointStopped(NotSent):
     """An attempt not sent: its endpoint refused an earlier one for reasons of its own."""
 
 
-class EndpointGate:
-    """A provider whose calls stop at its first endpoint failure."""
+# Role -> the first endpoint failure met by that endpoint in the stage (live or in a batch).
+Stopped = dict[str, ProviderError]
 
-    def __init__(self, inner: Provider, role: str) -> None:
+
+class EndpointGate:
+    """A provider whose calls stop at its endpoint's first endpoint failure in the stage."""
+
+    def __init__(self, inner: Provider, role: str, stops: Stopped | None = None) -> None:
         self.inner, self.role = inner, role
         self.model, self.concurrency = inner.model, inner.concurrency
-        self.stopped: ProviderError | None = None   # the first endpoint failure, once it came
+        self.stops: Stopped = {} if stops is None else stops   # the stage's, shared with its other gates
+
+    @property
+    def stopped(self) -> ProviderError | None:
+        """The first endpoint failure of this endpoint in the stage, once it came."""
+        return self.stops.get(self.role)
 
     @property
     def pacer(self) -> Any:   # the progress bar shows quota waits of a paced provider inside
@@ -39,8 +53,8 @@ class EndpointGate:
         try:
             return await self.inner.complete(request)
         except ProviderError as failure:
-            if failure.kind == "endpoint" and self.stopped is None:
-                self.stopped = failure
+            if failure.kind == "endpoint":
+                self.stops.setdefault(self.role, failure)
             raise
 
     async def aclose(self) -> None:

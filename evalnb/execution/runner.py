@@ -21,7 +21,7 @@ from dataclasses import asdict
 from typing import Any, TypeVar
 
 
-from evalnb.execution.endpoint_gate import EndpointGate, EndpointStopped
+from evalnb.execution.endpoint_gate import EndpointGate, EndpointStopped, Stopped
 from evalnb.providers.pacing import Pacer
 from evalnb.core.progress import StageProgress
 from evalnb.core.reasoning import reasoning_fields
@@ -118,17 +118,19 @@ async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
 
 async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: JsonlStore,
                     policy: RetryPolicy, *, is_done: Callable[[Record], bool], desc: str,
-                    concurrency: int, stage: str | None = None) -> collections.Counter[str]:
+                    concurrency: int, stage: str | None = None,
+                    stopped: Stopped | None = None) -> collections.Counter[str]:
     """Run every call whose latest stored record is not done; return the new statuses.
 
     At most ``concurrency`` calls are in flight at once across all providers, and at most
     each provider's own ``concurrency`` for that provider. ``stage``: the name the command's
     terminal shows (default ``desc``). An endpoint's first endpoint failure (reading 30) stops
     its calls (:mod:`evalnb.execution.endpoint_gate`); the calls it did not make stay without a
-    record.
+    record. ``stopped``: the stage's stopped endpoints, when the stage runs calls in more than one
+    round (batch mode): an endpoint already in it sends nothing, and one that stops here is added.
     """
     stage = stage or desc
-    gates = {role: EndpointGate(provider, role) for role, provider in pool.items()}
+    gates = {role: EndpointGate(provider, role, stopped) for role, provider in pool.items()}
     done = store.load()
     queues: dict[str, collections.deque[Call]] = collections.defaultdict(collections.deque)
     for call in calls:

@@ -17,6 +17,10 @@ Each pass over a stage (every ``evalnb run``, and every poll under ``--wait``):
 
 Calls of live endpoints run side by side, as without batch mode, except those a batch in
 flight still holds (an endpoint switched from batch to live mid-run): they wait for it.
+
+An endpoint failure (reading 30), whether a batch met it or a live call (an endpoint's own, a
+resend, a request too large), stops that endpoint for the rest of the stage in this process: one
+:data:`~evalnb.execution.endpoint_gate.Stopped` is shared by the batches and every live round.
 """
 
 from __future__ import annotations
@@ -42,9 +46,9 @@ from evalnb.core.progress import StageProgress
 from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
 from evalnb.providers.streaming import finish_batch
 from evalnb.core.records import JsonlStore
-from evalnb.core.types import FAILED_ENDPOINT
 from evalnb.core.redaction import redact
 from evalnb.providers.retry import RetryPolicy
+from evalnb.execution.endpoint_gate import Stopped
 from evalnb.execution.runner import Call, Record, completion_fields, run_calls, unexpected_failure
 
 # Tests only: exit at once after the provider accepted a batch, before the journal says so.
@@ -62,7 +66,8 @@ async def run_batched_stage(calls: Sequence[Call], pool: Mapping[str, Provider],
     try:
         batched, live = await asyncio.gather(
             batches.run(store, pool, policy, done, concurrency),
-            run_calls(batches.live_calls, pool, store, policy, is_done=done, desc=desc, concurrency=concurrency))
+            run_calls(batches.live_calls, pool, store, policy, is_done=done, desc=desc, concurrency=concurrency,
+                      stopped=batches.stopped))
     finally:
         store.close()
     return batched + live
@@ -115,7 +120,7 @@ class StageBatches:
         self._backends: dict[str, Backend] = {}
         self._clients: list[Provider] = []
         self.budget: Any = None
-        self.stopped: set[str] = set()   # endpoints that refused for reasons of their own (reading 30)
+        self.stopped: Stopped = {}   # endpoints that refused for reasons of their own (reading 30), live or batched
 
     @property
     def active(self) -> bool:
@@ -153,7 +158,7 @@ class StageBatches:
                 if again_live:
                     statuses += await run_calls(again_live, pool, store, policy, is_done=done,
                                                 desc=f"{self.stage} (live)", concurrency=concurrency,
-                                                stage=self.stage)
+                                                stage=self.stage, stopped=self.stopped)
                 flight = self.journal.in_flight(self.stage)
                 if not flight or interval is None:
                     break
@@ -263,10 +268,10 @@ class StageBatches:
                     record.update(unexpected_failure(error))
             else:
                 record.update(status=f"failed_{outcome.kind}", text=None, error=outcome.as_dict())
+                if outcome.kind == "endpoint":   # no further batch nor live call to it in this stage
+                    self.stopped.setdefault(entry["endpoint"], outcome)
             record["batch"] = {"id": entry["batch_id"], "tag": entry["key"], "custom_id": row["custom_id"],
                                "provider": entry["provider"]}
-            if record["status"] == FAILED_ENDPOINT:   # no further batch to it in this stage
-                self.stopped.add(entry["endpoint"])
             store.append(record)
             counts[record["status"]] += 1
         return counts
@@ -322,7 +327,9 @@ class StageBatches:
                 sent[call.key] += 1
             if chunk is not None and chunk.rows:
                 statuses += await self.submit(chunk, role, backend, store)
-        return live
+        # A batch refused above stops its endpoint's live calls too, those gathered before it included.
+        statuses["not_sent"] += sum(c.endpoint in self.stopped for c in live)
+        return [c for c in live if c.endpoint not in self.stopped]
 
     def prepare(self, call: Call, store: JsonlStore, statuses: Counter[str]
                 ) -> tuple[ChatRequest | None, Mapping[str, Any]]:
