@@ -19,8 +19,9 @@ _EXPORTS = {
     **dict.fromkeys(("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
                      "budget_table", "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "latency_table",
                      "reasoning_table"), "evalnb.stages.report"),
-    **dict.fromkeys(("open_compare", "leaderboard", "leaderboard_figure", "paired_differences", "repeats_table",
-                     "save_compare"), "evalnb.stages.compare"),
+    **dict.fromkeys(("open_compare", "leaderboard", "leaderboard_figure", "repeats_table", "save_compare"),
+                    "evalnb.stages.compare"),
+    "paired_differences": "evalnb.stages.paired",
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
                      "benchmark_compare_figure"), "evalnb.stages.agreement"),
     **dict.fromkeys(("judge_retest", "judge_retest_table", "run_reliability", "run_length_bias"),
@@ -47,8 +48,8 @@ if TYPE_CHECKING:
     from evalnb.execution.batch.views import batches_table
     from evalnb.stages.agreement import (benchmark_analysis, benchmark_compare_figure, disagreements, judge_agreement,
                                   judge_means)
-    from evalnb.stages.compare import (leaderboard, leaderboard_figure, open_compare, paired_differences,
-                                repeats_table, save_compare)
+    from evalnb.stages.compare import leaderboard, leaderboard_figure, open_compare, repeats_table, save_compare
+    from evalnb.stages.paired import paired_differences
     from evalnb.stages.pipeline import Run, aggregate, generate, judge, open_run
     from evalnb.stages.evidence import show
     from evalnb.stages.judge_bias import length_bias, self_preference

@@ -15,7 +15,9 @@ import evalnb
 from evalnb.stages.agreement import judge_agreement
 from evalnb.benchmarks.wildtrace.analysis import rubric_items
 from evalnb.app.main import main
-from evalnb.stages.compare import leaderboard, open_compare, paired_differences
+from evalnb.core import stats
+from evalnb.stages.compare import leaderboard, open_compare
+from evalnb.stages.paired import paired_differences
 from evalnb.core.errors import ConfigError, FingerprintMismatch
 from tests.conftest import SAMPLE, offline_params, sample_tasks
 
@@ -24,8 +26,9 @@ PARTS = ("prompts", "caps_table", "judge_panel", "aggregation", "retry", "tasks"
 
 def constructed_run(root: Path, name: str, scores: dict[str, float], judges: dict[str, list[float]] | None = None,
                     statuses: dict[str, str] | None = None, replies: dict[str, list[str]] | None = None,
-                    panel: str = "p") -> Path:
-    """A finished WildTrace run written by hand: task scores, optional per-judge scores."""
+                    panel: str = "p", documents: dict[str, str] | None = None) -> Path:
+    """A finished WildTrace run written by hand: task scores, optional per-judge scores, and
+    optionally each task's corpus document (its cluster)."""
     run = root / name
     run.mkdir(parents=True)
     tasks = []
@@ -35,7 +38,8 @@ def constructed_run(root: Path, name: str, scores: dict[str, float], judges: dic
         texts = (replies or {}).get(task_id, ["{}"] * len(per_judge))
         tasks.append({"task_id": task_id, "status": status, "score": score,
                       "judges": [{"judge": f"judge{j + 1}", "model": f"m{j + 1}", "score": s, "total": s * 100,
-                                  "reply": texts[j]} for j, s in enumerate(per_judge)] if status == "ok" else []})
+                                  "reply": texts[j]} for j, s in enumerate(per_judge)] if status == "ok" else [],
+                      **({"corpus_file": documents[task_id]} if documents else {})})
     scored = [t["score"] for t in tasks if t["status"] == "ok"]
     (run / "scores.json").write_text(json.dumps({
         "benchmark": "wildtrace", "run_name": name, "offline": False, "complete": True, "n_tasks": len(tasks),
@@ -154,6 +158,55 @@ def test_paired_bootstrap_against_scipy(tmp_path: Path) -> None:
     assert row["ci_low"] == pytest.approx(theirs.confidence_interval.low, abs=0.005)
     assert row["ci_high"] == pytest.approx(theirs.confidence_interval.high, abs=0.005)
     assert row["note"].startswith("interval excludes 0: a ahead")
+    # No clusters declared: every item its own, and the interval is the item bootstrap of
+    # stats.paired_bootstrap_ci over the common items, the same random stream (exact to rounding).
+    item = stats.paired_bootstrap_ci([a[t] for t in common], [b[t] for t in common], n_boot=stats.N_BOOT, seed=0)
+    assert row["n_clusters"] == 59 and (row["ci_low"], row["ci_high"]) == pytest.approx((item.low, item.high), abs=1e-12)
+
+
+def test_paired_differences_resample_the_documents_of_the_common_items(tmp_path: Path) -> None:
+    """Tasks about one document share a cluster effect. The interval is checked against a plain
+    cluster bootstrap written here from the documented procedure (documents among the common
+    items, in the order of their first task; rng.integers(0, C, size=(n_boot, C)) from
+    default_rng(seed); the mean difference over the tasks of the drawn documents; percentile
+    interval): the same random stream, so equal to rounding."""
+    rng = np.random.default_rng(12)
+    ids = [f"t{i}" for i in range(40)]
+    documents = {t: f"doc{i // 5}.md" for i, t in enumerate(ids)}          # 8 documents of 5 tasks
+    base = rng.uniform(0.2, 0.8, size=40)
+    effect = np.repeat(rng.normal(0.05, 0.15, 8), 5)                       # the documents' shared part
+    a = {t: float(v) for t, v in zip(ids, np.clip(base + effect + rng.normal(0, 0.03, 40), 0, 1))}
+    b = {t: float(v) for t, v in zip(ids, base)}
+    gone = {*ids[35:], ids[2]}                                             # doc7 whole, one task of doc0
+    run_a = constructed_run(tmp_path, "a", a, documents=documents)
+    run_b = constructed_run(tmp_path, "b", b, documents=documents, statuses={t: "out_of_context" for t in gone})
+    cmp = open_compare([run_a, run_b], tmp_path / "cmp", n_boot=3000, seed=7)
+    shown = paired_differences(cmp)
+    row = cmp.tables["paired_differences"].iloc[0]
+    common = [t for t in ids if t not in gone]
+    d = np.array([a[t] - b[t] for t in common])
+    order = list(dict.fromkeys(documents[t] for t in common))
+    members = [np.array([documents[t] == doc for t in common]) for doc in order]
+    draws = np.random.default_rng(7).integers(0, len(order), size=(3000, len(order)))
+    replicates = [np.concatenate([d[members[c]] for c in drawn]).mean() for drawn in draws]
+    low, high = np.quantile(replicates, [0.025, 0.975])
+    assert (row["n_common"], row["n_clusters"], row["cluster"]) == (34, 7, "document")
+    assert row["mean_diff"] == pytest.approx(d.mean())
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((low, high), abs=1e-12)
+    # the item bootstrap the table used before ignores the documents: narrower here
+    item = stats.paired_bootstrap_ci([a[t] for t in common], [b[t] for t in common], n_boot=3000, seed=7)
+    assert item.high - item.low < 0.8 * (high - low)
+    assert list(cmp.tables["paired_differences"].columns) == [
+        "model_a", "model_b", "n_common", "mean_diff", "ci_low", "ci_high", "n_clusters", "note", "cluster"]
+    assert "documents" in shown._repr_html_() and "common items" in shown._repr_html_()
+
+
+def test_the_compare_notebook_shows_the_common_items_view_after_the_verdicts() -> None:
+    cells = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "05_compare.ipynb").read_text())["cells"]
+    sources = ["".join(c["source"]) for c in cells]
+    verdicts, paired = sources.index("evalnb.pairwise(cmp)"), sources.index("evalnb.paired_differences(cmp)")
+    assert verdicts < paired and cells[paired - 1]["cell_type"] == "markdown"
+    assert "sensitivity view, not a verdict" in sources[paired - 1] and "can differ" in sources[paired - 1]
 
 
 def test_agreement_statistics_on_a_hand_made_panel(tmp_path: Path) -> None:

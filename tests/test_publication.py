@@ -92,6 +92,9 @@ def test_every_table_view_of_the_demo_is_in_the_one_style(demo_outputs: DemoOutp
         assert not any(str(c).startswith("Unnamed") for c in frame.columns), name
     paired = pd.read_csv(demo_outputs.dir / COMPARE / "paired_differences.csv")
     assert list(paired.columns[:2]) == ["model_a", "model_b"] and paired["mean_diff"].dtype == float
+    # the columns it always had, and the documents the common tasks fall in (the clusters resampled)
+    assert {"n_common", "mean_diff", "ci_low", "ci_high", "note", "n_clusters"} <= set(paired.columns)
+    assert (paired["n_clusters"] <= paired["n_common"]).all() and set(paired["cluster"]) == {"document"}
 
 
 def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Path,
@@ -111,13 +114,15 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
         body = block.split("\\midrule")[1].split("\\bottomrule")[0]
         for line in [ln for ln in body.strip().splitlines() if ln.strip()]:
             assert len(re.split(r"(?<!\\)&", line)) == len(spec.group(1)), line
-    assert labels == ["tab:evalnb-leaderboard", "tab:evalnb-paired_differences", "tab:evalnb-pairwise",
+    # the verdicts first; the paired differences on the common items after them, a sensitivity view
+    assert labels == ["tab:evalnb-leaderboard", "tab:evalnb-pairwise", "tab:evalnb-paired_differences",
                       "tab:evalnb-judge_agreement"]
+    assert "Sensitivity view, not a verdict" in blocks[2] and "resampling whole documents" in blocks[2]
     # the pairwise verdicts (issue 28): each pair's difference and interval as compare.json holds them, its verdict
     from evalnb.core.estimates import estimate_text
     for pair in json.loads((compare / "compare.json").read_text())["tables"]["pairwise"]:
-        assert estimate_text(pair["delta"], pair["ci_low"], pair["ci_high"]) in blocks[2]
-        assert pair["verdict"].replace("_", "\\_") in blocks[2] and "Holm" in blocks[2]
+        assert estimate_text(pair["delta"], pair["ci_low"], pair["ci_high"]) in blocks[1]
+        assert pair["verdict"].replace("_", "\\_") in blocks[1] and "Holm" in blocks[1]
     assert re.search(r"& 0\.551 \[0\.325, 0\.781\] & 12 &", tex)   # value [low, high], then n
     if shutil.which("pdflatex"):   # Debian's texlive-latex-base/-recommended (.ci/run installs them)
         (tmp_path / "paper.tex").write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage{booktabs}"

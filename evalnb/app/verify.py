@@ -53,7 +53,7 @@ RUN_NOTEBOOKS = ("01_generate.ipynb", "02_judge.ipynb", "03_aggregate.ipynb", "0
 REPORT_CALLS = ("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
                 "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "batches_table", "standard_errors",
                 "run_reliability", "run_length_bias", "judge_retest_table")
-COMPARE_CALLS = ("leaderboard", "leaderboard_figure", "paired_differences", "pairwise", "judge_means",
+COMPARE_CALLS = ("leaderboard", "leaderboard_figure", "pairwise", "paired_differences", "judge_means",
                  "judge_agreement", "disagreements", "panel_reliability", "leave_one_judge_out", "self_preference",
                  "length_bias", "panel_change", "benchmark_analysis", "benchmark_compare_figure", "repeats_table",
                  "save_compare")

@@ -19,6 +19,12 @@ resample of clusters, so the interval is paired.
   ``multipletests(method="holm")``, checked in the tests; written out here to keep runtime
   dependencies light);
 - **verdict** at α on the Holm-adjusted p: ``A ahead``, ``B ahead`` or ``indistinguishable``.
+
+Beside the verdicts, :func:`common_difference` is a sensitivity view, not a verdict: the mean of
+the per-item differences d_i = s_A,i − s_B,i over the items both models attempted (a per-model
+context cap can leave them different item sets), with the percentile interval of the same
+cluster bootstrap (whole clusters of those items resampled within strata; with every item its
+own cluster, exactly the item bootstrap of :func:`evalnb.core.stats.paired_bootstrap_ci`).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from evalnb.core import stats
-from evalnb.core.clustered import Design, RatioForm, design_se, percentile_interval
+from evalnb.core.clustered import Design, RatioForm, bootstrap_draws, design_se, percentile_interval
 
 ALPHA = 0.05
 INDISTINGUISHABLE = "indistinguishable"
@@ -131,3 +137,31 @@ def with_holm(pairs: Sequence[PairedDifference], alpha: float = ALPHA) -> list[P
             out[i] = replace(pairs[i], p_holm=p_adj,
                              verdict=verdict(pairs[i].delta, p_adj, pairs[i].model_a, pairs[i].model_b, alpha))
     return out
+
+
+@dataclass(frozen=True)
+class CommonDifference:
+    """The mean item difference over the common items, its cluster-bootstrap interval, and how
+    many items and clusters it rests on."""
+
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int
+    n_clusters: int
+
+
+def common_difference(differences: Sequence[float], *, clusters: Sequence[str] | None = None,
+                      strata: Sequence[str] | None = None, n_boot: int = stats.N_BOOT, seed: int = 0,
+                      confidence: float = stats.CONFIDENCE) -> CommonDifference:
+    """The mean of ``differences`` (one per common item) with the percentile interval of the
+    cluster bootstrap of :mod:`evalnb.core.clustered` over those items: ``clusters`` labels them
+    (None: every item its own), clusters drawn within ``strata``; the mean on each replicate is
+    Σ_c w_c D_c / Σ_c w_c n_c (D_c a cluster's sum of differences, n_c its items)."""
+    d = np.asarray(differences, dtype=float)
+    design = Design.of(len(d), clusters, strata)
+    form = RatioForm(((d, np.ones(len(d))),), len(d))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = bootstrap_draws({0: form}, design, n_boot=n_boot, seed=seed)[0]
+    low, high = percentile_interval(draws, confidence)
+    return CommonDifference(form.value(), low, high, len(d), design.n_clusters)

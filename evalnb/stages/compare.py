@@ -1,5 +1,6 @@
-"""Comparing finished runs of one benchmark: a leaderboard with bootstrap intervals and
-paired differences between models.
+"""Comparing finished runs of one benchmark: a leaderboard with bootstrap intervals. The
+pairwise verdicts are in :mod:`evalnb.stages.statistics`, the paired differences on the common
+items (a sensitivity view) in :mod:`evalnb.stages.paired`.
 
 Runs are compared only when the fingerprint parts that make scores comparable agree (the
 benchmark's ``COMPARABLE_PARTS``: prompts, the caps table, the judge panel, the
@@ -9,7 +10,6 @@ naming the part. Each model keeps its own cap and decoding settings.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +26,7 @@ from evalnb.core.errors import ConfigError, FingerprintMismatch
 from evalnb.core.fingerprint import change_lines, comparable_parts
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.metric_n import items_read
-from evalnb.core.tables import Estimate, Layout, estimates_layout, readable
+from evalnb.core.tables import Layout, estimates_layout, readable
 from evalnb.stages.failure_summary import DEFAULT_MAX_FAILED, did_not_run, failed_items, incomplete_cause
 from evalnb.stages import joint as joint_stats
 
@@ -267,37 +267,6 @@ def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout
     others = [c for c in columns if c not in kept and not any(c == m or c.startswith(f"{m}_") for m in shown)]
     return estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others,
                             rename={"rank_interval": "rank (95% interval)", "p_first": "P(first)"})
-
-
-def paired_differences(cmp: Comparison) -> pd.DataFrame:
-    """Each pair of models on the items both attempted; paired bootstrap over items (within
-    the benchmark's strata)."""
-    order = list(ranked(cmp).index)
-    runs = sorted(cmp.runs, key=lambda r: order.index(r.label))
-    rows = []
-    for a, b in itertools.combinations(runs, 2):
-        ra, rb = a.results(cmp.benchmark), b.results(cmp.benchmark)
-        sa, sb = _attempted_scores(ra), _attempted_scores(rb)
-        common = [i for i in ra.ids if i in sa and i in sb]
-        ci = stats.paired_bootstrap_ci([sa[i] for i in common], [sb[i] for i in common], n_boot=cmp.n_boot,
-                                       seed=cmp.seed, strata=_strata(ra, common))
-        excludes = ci.low is not None and ci.high is not None and (ci.low > 0 or ci.high < 0)
-        rows.append({"model_a": a.label, "model_b": b.label, "n_common": len(common), "mean_diff": ci.mean,
-                     "ci_low": ci.low, "ci_high": ci.high,
-                     "note": ("interval excludes 0: " + (f"{a.label} ahead" if (ci.mean or 0) > 0 else f"{b.label} ahead"))
-                     if excludes else "interval includes 0"})
-    table = pd.DataFrame(rows, columns=["model_a", "model_b", "n_common", "mean_diff", "ci_low", "ci_high", "note"])
-    cmp.tables["paired_differences"] = table
-    return readable(table, PAIRED_LAYOUT)
-
-
-PAIRED_LAYOUT = Layout((Estimate("A - B [95% CI]", "mean_diff", "ci_low", "ci_high", "n_common"),),
-                       rename={"model_a": "model A", "model_b": "model B"},
-                       empty="Fewer than two runs: no pair to compare.")
-
-
-def _attempted_scores(results: ItemResults) -> dict[str, float]:
-    return {i: s for i, s in results.scores.items() if s is not None and results.attempted.get(i, True)}
 
 
 def repeats_table(cmp: Comparison) -> pd.DataFrame:

@@ -2,7 +2,8 @@
 
 From a run folder: the headline table, and the agreement between its judges (or rater runs)
 when it has two or more. From a compare folder (a suite's leaderboard too): the leaderboard,
-the paired differences, the pairwise verdicts (issue 28) and the judge agreement. Each table is read back from the record
+the pairwise verdicts (issue 28), the paired differences on the common items (a sensitivity
+view) and the judge agreement. Each table is read back from the record
 (``scores.json``, ``compare.json``), never recomputed, and shown in the one table style
 (:mod:`evalnb.core.tables`): LaTeX through pandas' Styler as a booktabs table, one
 ``\\begin{table}`` each with its caption and a label (``tab:evalnb-NAME``); Markdown as a
@@ -22,6 +23,7 @@ import pandas as pd
 from evalnb.core.errors import ConfigError
 from evalnb.core.records import read_json_if_exists, write_text
 from evalnb.core.tables import Estimate, Layout, View, layout_of, paper_view, view_markdown
+from evalnb.core.words import plural
 
 FORMATS = ("latex", "markdown", "csv")
 SUFFIX = {"latex": "tex", "markdown": "md"}
@@ -60,7 +62,8 @@ def run_tables(folder: Path, scores: dict[str, Any]) -> list[PaperTable]:
 def compare_tables(folder: Path, compared: dict[str, Any]) -> list[PaperTable]:
     from evalnb.benchmarks import benchmark_for
     from evalnb.stages.agreement import agreement_layout
-    from evalnb.stages.compare import PAIRED_LAYOUT, leaderboard_layout
+    from evalnb.stages.compare import leaderboard_layout
+    from evalnb.stages.paired import paired_layout
 
     bench = benchmark_for(compared["benchmark"], "export")
     tables = compared.get("tables") or {}
@@ -74,10 +77,6 @@ def compare_tables(folder: Path, compared: dict[str, Any]) -> list[PaperTable]:
         out.append(PaperTable("leaderboard", f"{compared['benchmark']} leaderboard ({labels}), with {settings} and the "
                               f"number of items each estimate rests on.{offline}", board,
                               leaderboard_layout(bench, list(board.columns))))
-    if "paired_differences" in tables:
-        out.append(PaperTable("paired_differences", "Paired differences between models (A minus B) on the items both "
-                              f"attempted, with {settings} resampling items.", pd.DataFrame(tables["paired_differences"]),
-                              PAIRED_LAYOUT))
     if tables.get("pairwise"):   # issue 28: one verdict per pair and headline metric, corrected for the pairs
         pairs = pd.DataFrame(tables["pairwise"])
         first = pairs.iloc[0]
@@ -88,6 +87,16 @@ def compare_tables(folder: Path, compared: dict[str, Any]) -> list[PaperTable]:
             f"the two-sided p-value (paired cluster bootstrap: docs/statistics.md), the p-value adjusted by Holm's "
             f"method over every pair of the leaderboard, the verdict at alpha = {first.get('alpha', 0.05)}, and the "
             f"minimum detectable difference at {float(first.get('power', 0.8)):.0%} power.", pairs, PAIRWISE_LAYOUT))
+    if "paired_differences" in tables:   # after the verdicts: a sensitivity view on the common items
+        paired = pd.DataFrame(tables["paired_differences"])
+        noun = str(paired["cluster"].iloc[0]) if "cluster" in paired and len(paired) else "cluster"
+        resampled = (f"whole {plural(noun)} of those items, the number of common items (n) and of {plural(noun)} "
+                     "among them" if "n_clusters" in paired else "items")   # a record written before clusters
+        out.append(PaperTable(
+            "paired_differences", "Sensitivity view, not a verdict: the mean difference of item scores (A minus B) on "
+            f"the items both models attempted, with {settings} resampling {resampled}. It can differ from the "
+            "pairwise verdicts, which compare each model's headline metric over the full task set.", paired,
+            paired_layout(noun)))
     if "judge_agreement" in tables and tables["judge_agreement"]:
         out.append(PaperTable("judge_agreement", "Agreement between the judges (or rater runs) of each model, over the "
                               "items both scored.", pd.DataFrame(tables["judge_agreement"]),
