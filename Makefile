@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(BIN)/evalnb demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not soak"
 
 lint: $(STAMP)
 	$(BIN)/python -m ruff check evalnb tests bench examples
@@ -33,8 +33,10 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_suite.py $(BENCH_ARGS)
 	$(BIN)/python bench/bench_stream.py
 
-# About 15 minutes: faults, kills and a concurrent run against the fake server (not part of test).
+# About 15 minutes: the tests marked soak, then faults, kills and a concurrent run against the
+# fake server (not part of test).
 soak: $(STAMP)
+	$(BIN)/python -m pytest -q -m soak
 	$(BIN)/python bench/soak.py
 
 clean:

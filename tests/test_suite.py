@@ -169,6 +169,7 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+@pytest.mark.soak   # make soak: its smaller form runs in make test
 def test_killing_the_suite_alone_stops_every_run_and_the_suite_resumes(tmp_path: Path) -> None:
     with FakeLLMServer(latency=0.3) as server:
         server.responder = responder

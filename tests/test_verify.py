@@ -17,7 +17,7 @@ import yaml
 
 import evalnb
 from evalnb.app.main import main
-from tests.conftest import SAMPLE, deterministic_responder, offline_params, openai_params
+from tests.conftest import SAMPLE, DemoOutputs, deterministic_responder, offline_params, openai_params
 from tests.fakeserver import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,10 +198,12 @@ def test_verify_needs_no_network_and_no_key(server: FakeLLMServer, tmp_path: Pat
     assert "no executed stage notebooks here" in result.stderr
 
 
-@pytest.mark.slow
-def test_every_run_of_the_demo_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--outputs", str(tmp_path)]) == 0
-    folders = sorted(p for p in tmp_path.iterdir() if p.is_dir())
+def test_every_run_of_the_demo_verifies(demo_outputs: DemoOutputs, capsys: pytest.CaptureFixture[str]) -> None:
+    """The session's one `evalnb demo` (tests/conftest.py), read and never written."""
+    assert demo_outputs.code == 0, demo_outputs.printed
+    folders = sorted(p for p in demo_outputs.dir.iterdir() if p.is_dir())
     assert len(folders) == 5 and any((p / "compare.json").exists() for p in folders)
+    before = {p: p.stat().st_mtime_ns for p in demo_outputs.dir.rglob("*") if p.is_file()}
     for folder in folders:
         assert verify(folder, capsys=capsys) == (0, []), folder
+    assert {p: p.stat().st_mtime_ns for p in demo_outputs.dir.rglob("*") if p.is_file()} == before

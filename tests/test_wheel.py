@@ -104,6 +104,7 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, d
     return python.parent, env
 
 
+@pytest.mark.soak   # make soak: its smaller form runs in make test
 def test_demo_from_an_empty_folder(venv: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     bin_dir, env = venv
     _run([bin_dir / "evalnb", "demo"], tmp_path, env, timeout=900)
