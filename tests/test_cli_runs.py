@@ -110,18 +110,21 @@ def check_demo_in_the_terminal(outputs: Path, printed: Any, capture: pytest.Capt
     from evalnb.app.subset import subset_sets
     from evalnb.stages.pipeline import aggregate, generate, judge, open_run
 
-    sets = subset_sets(DEMO, [f"output_dir={a}"], 2, None)
+    # Beside a copy of the full run, in the scratch folder: the shared demo outputs stay as the demo left them.
+    full = scratch / "demo-wildtrace"
+    shutil.copytree(a, full)
+    sets = subset_sets(DEMO, [f"output_dir={full}"], 2, None)
     trial = open_run(DEMO, sets)
     generate(trial)
     judge(trial)
     aggregate(trial)
-    assert trial.dir == outputs / "demo-wildtrace-limit2" and scores(trial.dir)["n_tasks"] == 2
+    assert trial.dir == scratch / "demo-wildtrace-limit2" and scores(trial.dir)["n_tasks"] == 2
     assert json.loads((trial.dir / "fingerprint.json").read_text())["parts"]["subset"]["value"] == {"limit": 2}
     assert "[subset first 2 items: not comparable with the full run]" in run_text(run_results(trial.dir))
     capture.readouterr()
-    assert main(["compare", str(a), str(trial.dir), "--out", str(outputs / "cmp2")]) == 1
+    assert main(["compare", str(full), str(trial.dir), "--out", str(scratch / "cmp2")]) == 1
     refused = capture.readouterr().err
-    assert "refusing to compare" in refused and "subset" in refused and not (outputs / "cmp2").exists()
+    assert "refusing to compare" in refused and "subset" in refused and not (scratch / "cmp2").exists()
 
 
 def test_ctrl_c_during_a_stage_stops_the_kernel_says_one_line_exits_130_and_resumes(tmp_path: Path) -> None:
