@@ -103,6 +103,8 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
     assert [o for o in outputs if o.get("name") == "stderr"] == [] and "widgets" not in generate.metadata
     [bar] = [o for o in outputs if o.output_type == "display_data" and "generate: 100%" in o.data.get("text/plain", "")]
     assert set(bar.data) == {"text/plain"} and "12/12" in bar.data["text/plain"] and "\n" not in bar.data["text/plain"]
+    # No call reached a model: the time taken, no rate or time left (docs/cli.md, "Live progress").
+    assert re.search(r"\| 12/12 \[\d\d:\d\d\]$", bar.data["text/plain"]), bar.data["text/plain"]
     said = "".join(o.text for o in outputs if o.get("name") == "stdout")
     assert said == "generate: 12 answers made (10 ok, 1 empty, 1 out_of_context)\n"
     assert (run / "01_generate.ipynb").stat().st_size < 60_000
