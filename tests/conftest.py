@@ -72,6 +72,33 @@ def offline_params(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
     return params
 
 
+def is_figure(output: Any) -> bool:
+    """An evalnb figure's output: a ``text/html`` ``<figure class="evalnb-figure">``, its PNG inside."""
+    return '<figure class="evalnb-figure">' in "".join((output.get("data") or {}).get("text/html", ""))
+
+
+def figure_outputs(notebook: Any) -> list[Any]:
+    """The outputs of an executed notebook that are evalnb figures, in cell order."""
+    return [o for c in notebook["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []) if is_figure(o)]
+
+
+def shown_size(figure: Any) -> dict[str, int]:
+    """The width and height a figure output's ``<img>`` is shown at (CSS pixels)."""
+    import re
+
+    found = re.search(r'<img [^>]*width="(\d+)" height="(\d+)"', "".join(figure["data"]["text/html"]))
+    assert found, figure["data"]["text/html"][:300]
+    return {"width": int(found.group(1)), "height": int(found.group(2))}
+
+
+def embedded_pngs(text: str) -> list[bytes]:
+    """Every base64 PNG embedded in ``text`` (a notebook's JSON, a page), decoded."""
+    import base64
+    import re
+
+    return [base64.b64decode(m) for m in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", text)]
+
+
 def sample_tasks() -> list[dict[str, Any]]:
     return json.loads((SAMPLE / "tasks.json").read_text("utf-8"))["tasks"]
 

@@ -4,7 +4,10 @@ channel and the view, as ``evalnb run`` chains them, without the kernel in betwe
 
 ``python -m tests.progress_child RUN_DIR``: WildTrace's generation stage on the sample data,
 the contestant paced to 6 requests a second (so calls wait for their quota window) and its
-first reply a 500 (so one call is retried)."""
+first reply a 500 (so one call is retried).
+
+``python -m tests.progress_child RUN_DIR --offline``: the shipped demo's generation and judge
+stages (the extractive baseline and the three offline judges: no call reaches a model)."""
 
 from __future__ import annotations
 
@@ -12,8 +15,8 @@ import sys
 from pathlib import Path
 
 from evalnb.app.live import live_progress
-from evalnb.stages.pipeline import generate, open_run
-from tests.conftest import deterministic_responder, openai_params
+from evalnb.stages.pipeline import generate, judge, open_run
+from tests.conftest import ROOT, deterministic_responder, openai_params
 from tests.fakeserver import Error, FakeLLMServer
 
 
@@ -28,5 +31,12 @@ def main(run_dir: Path) -> None:
         print(f"SERVER-REQUESTS {server.count()}", file=sys.stderr)
 
 
+def offline(run_dir: Path) -> None:
+    with live_progress():
+        run = open_run(ROOT / "params" / "demo_wildtrace.yaml", [f"output_dir={run_dir}"])
+        generate(run)
+        judge(run)
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    (offline if sys.argv[2:] == ["--offline"] else main)(Path(sys.argv[1]))

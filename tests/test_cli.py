@@ -141,12 +141,36 @@ def test_progress_on_a_terminal_and_in_a_pipe(tmp_path: Path) -> None:
     timestamped lines at a bounded rate on the other."""
     from evalnb.app.live import LINE_SECONDS, STEPS
 
+    started = time.monotonic()
+    text, err = on_a_terminal_and_in_a_pipe(tmp_path)
+    elapsed = time.monotonic() - started
+
+    assert "\r" in text and not any(STAMPED.match(line) for line in text.splitlines())
+    draws = text.split("\r")
+    assert any("12/12" in d and "ok 11" in d for d in draws), text[-600:]
+    assert any("retry backoff" in d or "1 retry" in d for d in draws) and any("quota" in d for d in draws), text
+    assert re.search(r"12/12 \[\d\d:\d\d<\d\d:\d\d, +[\d.]+(call/s|s/call)", text), text[-600:]   # calls to a model: a rate
+
+    text = err.decode()
+    assert "\r" not in text and "\x1b" not in text
+    lines = [line for line in text.splitlines() if STAMPED.match(line)]
+    # A start line, one per tenth passed, the end line, and at most one per 30 s besides.
+    assert 2 <= len(lines) <= STEPS + 2 + elapsed / LINE_SECONDS
+    assert "generate: 0/12 calls (0%)" in lines[0]
+    final = lines[-1]
+    assert "generate: done: 12/12 calls (100%), ok 11, failed 0, out_of_context 1" in final
+    assert "1 retry" in final and re.search(r"\d+ quota waits?", final), final
+    assert "SERVER-REQUESTS 12" in text   # 11 calls (one out of context), one of them retried
+
+
+def on_a_terminal_and_in_a_pipe(tmp_path: Path, *args: str) -> tuple[str, bytes]:
+    """``tests.progress_child`` (with ``args``) run twice at once, its stderr a pseudo-terminal
+    and a pipe: what each showed."""
     def start(run: str, stderr: int) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([sys.executable, "-m", "tests.progress_child", str(tmp_path / run)], cwd=ROOT,
+        return subprocess.Popen([sys.executable, "-m", "tests.progress_child", str(tmp_path / run), *args], cwd=ROOT,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
 
     master, slave = pty.openpty()
-    started = time.monotonic()
     on_terminal = start("tty", slave)
     os.close(slave)
     in_pipe = start("pipe", subprocess.PIPE)
@@ -165,25 +189,29 @@ def test_progress_on_a_terminal_and_in_a_pipe(tmp_path: Path) -> None:
         seen += chunk
     os.close(master)
     _, err = in_pipe.communicate(timeout=120)
-    elapsed = time.monotonic() - started
     assert on_terminal.wait(timeout=30) == 0 and in_pipe.returncode == 0, err
+    return seen.decode("utf-8", "replace"), err
 
-    text = seen.decode("utf-8", "replace")
-    assert "\r" in text and not any(STAMPED.match(line) for line in text.splitlines())
-    draws = text.split("\r")
-    assert any("12/12" in d and "ok 11" in d for d in draws), text[-600:]
-    assert any("retry backoff" in d or "1 retry" in d for d in draws) and any("quota" in d for d in draws), text
 
-    text = err.decode()
-    assert "\r" not in text and "\x1b" not in text
-    lines = [line for line in text.splitlines() if STAMPED.match(line)]
-    # A start line, one per tenth passed, the end line, and at most one per 30 s besides.
-    assert 2 <= len(lines) <= STEPS + 2 + elapsed / LINE_SECONDS
-    assert "generate: 0/12 calls (0%)" in lines[0]
-    final = lines[-1]
-    assert "generate: done: 12/12 calls (100%), ok 11, failed 0, out_of_context 1" in final
-    assert "1 retry" in final and re.search(r"\d+ quota waits?", final), final
-    assert "SERVER-REQUESTS 12" in text   # 11 calls (one out of context), one of them retried
+def test_an_offline_stage_shows_no_rate(tmp_path: Path) -> None:
+    """The shipped demo's stages (no call reaches a model) on a terminal and in a pipe: counts
+    and the time taken, never a rate (thousands of "calls" a second) or a time left."""
+    text, err = on_a_terminal_and_in_a_pipe(tmp_path, "--offline")
+    draws = [d for d in text.split("\r") if "/" in d]
+    assert any(re.search(r"generate: 100%\|\S+\| 12/12 \[\d\d:\d\d, ok 10, failed 0", d) for d in draws), text[-600:]
+    assert any(re.search(r"judge: 100%\|\S+\| 30/30 \[\d\d:\d\d, ok 30, failed 0", d) for d in draws), text[-600:]
+    assert not re.search(r"call/s|s/call|it/s|\d<\d|\?<", text), text[-600:]
+    lines = [line for line in err.decode().splitlines() if STAMPED.match(line)]
+    assert any("generate: done: 12/12 calls (100%), ok 10" in line for line in lines), lines
+    assert lines and not any("calls/s" in line or "left ~" in line for line in lines), lines
+    # A line in the middle of a stage (one this fast finishes first): a rate only for calls to a model.
+    from evalnb.app.live import progress_text
+    from evalnb.core.progress_channel import Snapshot
+
+    halfway = Snapshot("judge", total=30, statuses={"ok": 15}, started=100.0, at=101.0)
+    assert "15.00 calls/s, elapsed 00:01, left ~00:01" in progress_text(halfway)
+    halfway.offline = True
+    assert progress_text(halfway) == "15/30 calls (50%), ok 15, failed 0, elapsed 00:01"
 
 
 # --- evalnb prompt -------------------------------------------------------------------------------

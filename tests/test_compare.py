@@ -19,7 +19,7 @@ from evalnb.core import stats
 from evalnb.stages.compare import leaderboard, open_compare
 from evalnb.stages.paired import paired_differences
 from evalnb.core.errors import ConfigError, FingerprintMismatch
-from tests.conftest import SAMPLE, offline_params, sample_tasks
+from tests.conftest import SAMPLE, figure_outputs, offline_params, sample_tasks
 
 PARTS = ("prompts", "caps_table", "judge_panel", "aggregation", "retry", "tasks")
 
@@ -267,8 +267,7 @@ def test_compare_notebook_figures_and_paper_html_without_secrets(tmp_path: Path,
     assert main(["compare", *dirs, "--out", str(out)]) == 0
     import nbformat
     executed = nbformat.read(out / "05_compare.ipynb", as_version=4)
-    images = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
-    assert len(images) == 2                                  # leaderboard and points distribution
+    assert len(figure_outputs(executed)) == 2                # leaderboard and points distribution
     assert (out / "figures" / "leaderboard.pdf").exists() and (out / "leaderboard.csv").exists()
     assert main(["render", str(out), "--no-input"]) == 0
     assert main(["render", dirs[0]]) == 0

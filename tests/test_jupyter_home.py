@@ -12,15 +12,24 @@ import pytest
 from evalnb.app.main import main
 from evalnb.app.notebooks import notebook_for
 from evalnb.core.types import STAGES
-from tests.conftest import ROOT
+from tests.conftest import ROOT, embedded_pngs, is_figure
 
 pytestmark = pytest.mark.slow
 
 
 def _images(nb: nbformat.NotebookNode) -> list[int]:
-    """The index of each code cell's image/png outputs (one entry per image)."""
-    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" for o in c.outputs
-            if "image/png" in o.get("data", {})]
+    """The index of each code cell's images (one entry per image): an image/png output (a plt
+    figure), or an evalnb figure (its PNG inside its HTML, and nowhere else in the output)."""
+    found = []
+    for i, c in enumerate(nb.cells):
+        for o in c.outputs if c.cell_type == "code" else []:
+            data = o.get("data", {})
+            if is_figure(o):
+                assert "image/png" not in data and len(embedded_pngs(data["text/html"])) == 1, (i, sorted(data))
+                found.append(i)
+            elif "image/png" in data:
+                found.append(i)
+    return found
 
 
 def _errors(nb: nbformat.NotebookNode) -> list[str]:
@@ -89,6 +98,7 @@ OWN_NOTEBOOK = [
     "evalnb.benchmark_figure(run)",
     "{magic}import matplotlib\nimport matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.title('my own figure')\nplt.show()",
     "print(matplotlib.get_backend())",
+    "evalnb.score_histogram(run)",   # again, the inline backend now active: it adds no PNG of its own
 ]
 
 
@@ -96,9 +106,11 @@ OWN_NOTEBOOK = [
 def test_own_notebook_runs_evalnb_and_plots_with_plt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       mplbackend: str | None) -> None:
     """A researcher's notebook in their own folder, through nbclient with the inline backend:
-    evalnb's figures and the researcher's own plt figure both reach the notebook as image/png.
-    With MPLBACKEND=Agg inherited, evalnb's figures still show, and the researcher's own
-    shows once they select the inline backend (``%matplotlib inline``)."""
+    evalnb's figures (each its PNG once, inside its HTML) and the researcher's own plt figure
+    (image/png) both reach the notebook. With MPLBACKEND=Agg inherited, evalnb's figures still
+    show, and the researcher's own shows once they select the inline backend (``%matplotlib
+    inline``); an evalnb figure shown after that is still its PNG once, not redrawn by the
+    inline backend beside it."""
     from nbclient import NotebookClient
 
     if mplbackend:
@@ -115,7 +127,8 @@ def test_own_notebook_runs_evalnb_and_plots_with_plt(tmp_path: Path, monkeypatch
                    resources={"metadata": {"path": str(folder)}}).execute()
     assert _errors(nb) == []
     assert any("text/html" in o.get("data", {}) for o in nb.cells[5].outputs)   # the headline table
-    assert _images(nb) == [6, 7, 8]                # score histogram, judge distributions, the researcher's own
+    assert _images(nb) == [6, 7, 8, 10]            # score histogram, judge distributions, the researcher's own, the histogram
+    assert nb.cells[10].outputs[0].data == nb.cells[6].outputs[0].data   # the same bytes, whatever the backend
     backend = "".join(o.get("text", "") for o in nb.cells[9].outputs)
     assert "inline" in backend                     # evalnb chose no backend of its own
     assert json.loads((tmp_path / "run" / "scores.json").read_text())["complete"]

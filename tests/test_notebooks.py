@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from tests.test_cli_runs import check_demo_in_the_terminal
 from evalnb.app.notebooks import COMPARE_NOTEBOOK, notebook_for
 from evalnb.core.types import STAGES
-from tests.conftest import ROOT, DemoOutputs
+from tests.conftest import ROOT, DemoOutputs, embedded_pngs, figure_outputs, shown_size
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -72,17 +73,26 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
     assert manifest["packages"]["openai"] and manifest["routes"]["model"]["as_sent"] == "extractive-bm25"
 
     report = nbformat.read(run / "04_report.ipynb", as_version=4)
-    images = [o for c in report.cells if c.cell_type == "code" for o in c.outputs
-              if "image/png" in o.get("data", {})]
-    assert len(images) == 2
+    figures = figure_outputs(report)
+    assert len(figures) == 2
+    # Each figure's PNG is in the record once: the <img> of its captioned HTML, no image/png beside
+    # it; the very bytes written to figures/ (docs/results.md, "Figures").
+    saved = {p.read_bytes() for p in (run / "figures").glob("*.png")}
+    for figure in figures:
+        assert set(figure.data) == {"text/html", "text/plain"} and "<figcaption>" in figure.data["text/html"]
+        [png] = embedded_pngs(figure.data["text/html"])
+        assert png in saved and html.escape(figure.data["text/plain"]) in figure.data["text/html"]
+    assert len(embedded_pngs((run / "04_report.ipynb").read_text())) == 2
     # Shown at an ordinary figure's size (matplotlib's 100 dpi: a one-column figure, 3.3 inches,
     # 330 pixels wide), not at its 300-dpi pixels; the HTML record says the same.
-    for image in images:
-        size = image.metadata["image/png"]
+    for figure in figures:
+        size = shown_size(figure)
         assert size["width"] == 330 and 180 <= size["height"] <= 420, size
-    assert f'width="{images[0].metadata["image/png"]["width"]}"' in (run / "04_report.html").read_text()
+    page = (run / "04_report.html").read_text()
+    assert f'width="{shown_size(figures[0])["width"]}"' in page and "<figcaption>" in page
     assert (run / "figures" / "score_histogram.pdf").exists()
-    assert "data:image/png;base64" in (run / "04_report.html").read_text()
+    # The page shows each figure once, from the notebook's one copy (its stylesheet has an image of its own).
+    assert page.count('src="data:image/png;base64,') == 2 and saved <= set(embedded_pngs(page))
     injected = [c for c in report.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and "demo-wildtrace" in injected[0].source
 
@@ -93,6 +103,8 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
     assert [o for o in outputs if o.get("name") == "stderr"] == [] and "widgets" not in generate.metadata
     [bar] = [o for o in outputs if o.output_type == "display_data" and "generate: 100%" in o.data.get("text/plain", "")]
     assert set(bar.data) == {"text/plain"} and "12/12" in bar.data["text/plain"] and "\n" not in bar.data["text/plain"]
+    # No call reached a model: the time taken, no rate or time left (docs/cli.md, "Live progress").
+    assert re.search(r"\| 12/12 \[\d\d:\d\d\]$", bar.data["text/plain"]), bar.data["text/plain"]
     said = "".join(o.text for o in outputs if o.get("name") == "stdout")
     assert said == "generate: 12 answers made (10 ok, 1 empty, 1 out_of_context)\n"
     assert (run / "01_generate.ipynb").stat().st_size < 60_000
@@ -100,8 +112,7 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
     compare = tmp_path / "demo-compare-wildtrace"
     assert (compare / "paper" / "05_compare.html").exists() and (run / "paper" / "04_report.html").exists()
     executed = nbformat.read(compare / "05_compare.ipynb", as_version=4)
-    assert sum("image/png" in o.get("data", {}) for c in executed.cells if c.cell_type == "code"
-               for o in c.outputs) == 2
+    assert len(figure_outputs(executed)) == 2 and len(embedded_pngs((compare / "05_compare.ipynb").read_text())) == 2
 
     # Issue 12: every demo run leaves tasks.html, and its report shows item evidence (static HTML).
     for name in ("demo-wildtrace", "demo-wildtrace-lead-3", "demo-geoktools", "demo-geoexpertqueries"):
@@ -130,8 +141,6 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
     assert len(generates) == len(own)   # three benchmarks, three descriptions
     assert "Golden strings ROUGE-L cannot see" in (tmp_path / "demo-geoktools" / "04_report.html").read_text()
     # The lowest-scoring task's evidence in the record is its own: the question and each judge's reply.
-    import html
-
     from evalnb.stages.evidence import load_evidence, lowest_scoring
     _, items = load_evidence(tmp_path / "demo-wildtrace")
     lowest = lowest_scoring(items)[0]
@@ -146,8 +155,7 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
         assert scores["complete"] and scores["offline"] and scores["ci"]["overall"]["n_boot"] == 10_000
         assert (other / "figures" / f"{figure}.png").exists()
         report = nbformat.read(other / "04_report.ipynb", as_version=4)
-        assert sum("image/png" in o.get("data", {}) for c in report.cells if c.cell_type == "code"
-                   for o in c.outputs) == 2
+        assert len(figure_outputs(report)) == 2 and len(embedded_pngs((other / "04_report.ipynb").read_text())) == 2
     # Issue 26: what the terminal showed of it, and what `evalnb status` says of its folders.
     check_demo_in_the_terminal(tmp_path, demo_outputs, capfd)
 

@@ -104,6 +104,27 @@ def test_pack_refuses_a_record_holding_a_key(run_dir: Path, tmp_path: Path, caps
     assert not (tmp_path / "leaky.tar.gz").exists() and not list(tmp_path.glob(".leaky*"))
 
 
+def test_a_figures_base64_is_no_key_but_its_caption_is_searched(run_dir: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A figure's PNG is in its notebook output's HTML (and its page's): key-shaped base64 there
+    is pixels, not a key; the same string in the caption beside it is refused."""
+    from tests.test_verify import edit_figure
+
+    shaped = "AIza" + "Q" * 35   # base64 letters only: what a PNG's base64 can hold by chance
+    copy = tmp_path / "pixels"
+    shutil.copytree(run_dir, copy)
+    edit_figure(copy, lambda page: page.replace("base64,", "base64," + shaped, 1))
+    page = (copy / "04_report.html").read_text("utf-8")
+    (copy / "04_report.html").write_text(page.replace('src="data:image/png;base64,', 'src="data:image/png;base64,'
+                                                      + shaped, 1), "utf-8")
+    assert main(["pack", str(copy), "-o", str(tmp_path / "pixels.tar.gz")]) == 0
+    edit_figure(copy, lambda page: page.replace("</figcaption>", f" {shaped}</figcaption>"))
+    capsys.readouterr()
+    assert main(["pack", str(copy)]) == 1
+    err = capsys.readouterr().err
+    assert "pixels/04_report.ipynb, line " in err and "a key-shaped string (AIza…)" in err and "04_report.html" not in err
+
+
 def test_nothing_outside_the_run_goes_in(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

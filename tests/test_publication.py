@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from evalnb.app.main import main
-from tests.conftest import ROOT, DemoOutputs
+from tests.conftest import ROOT, DemoOutputs, figure_outputs
 
 RUNS = ("demo-wildtrace", "demo-wildtrace-lead-3", "demo-geoktools", "demo-geoexpertqueries")
 COMPARE = "demo-compare-wildtrace"
@@ -183,8 +183,7 @@ def test_every_demo_figure_is_a_journals(demo_outputs: DemoOutputs) -> None:
         assert b"Description" in png.read_bytes()
     # No title or parameters inside a figure: they are in the caption written beside it.
     report = nbformat.read(demo_outputs.dir / "demo-geoktools" / "04_report.ipynb", as_version=4)
-    figures = [o["data"]["text/html"] for c in report.cells if c.cell_type == "code" for o in c.get("outputs", [])
-               if "image/png" in o.get("data", {})]
+    figures = [o["data"]["text/html"] for o in figure_outputs(report)]
     assert len(figures) == 2 and all("<figcaption>" in f for f in figures)
     assert any("10000 resamples, seed 0" in f for f in figures)
 

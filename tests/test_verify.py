@@ -17,7 +17,7 @@ import yaml
 
 import evalnb
 from evalnb.app.main import main
-from tests.conftest import SAMPLE, DemoOutputs, deterministic_responder, offline_params, openai_params
+from tests.conftest import SAMPLE, DemoOutputs, deterministic_responder, is_figure, offline_params, openai_params
 from tests.fakeserver import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +87,25 @@ def notebook_output_edited(run: Path) -> None:
     edit_json(run / "04_report.ipynb", change)
 
 
+def edit_figure(run: Path, change: Callable[[str], str]) -> None:
+    """The report's first figure output (its HTML, the PNG inside it) changed by ``change``."""
+    def edit(nb: Any) -> None:
+        [output, *_] = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", []) if is_figure(o)]
+        output["data"]["text/html"] = change("".join(output["data"]["text/html"]))
+    edit_json(run / "04_report.ipynb", edit)
+
+
+def other_pixels(page: str) -> str:
+    """The figure's embedded PNG with one base64 letter changed, in the middle of its pixels."""
+    start = page.index("base64,") + len("base64,")
+    middle = start + (page.index('"', start) - start) // 2
+    return page[:middle] + ("B" if page[middle] != "B" else "C") + page[middle + 1:]
+
+
+def figure_pixels_edited(run: Path) -> None:
+    edit_figure(run, other_pixels)
+
+
 def key_planted(run: Path) -> None:
     edit_json(run / "manifest.json", lambda m: m.update(note="sk-ant-api03-" + "Q" * 40))
 
@@ -96,6 +115,7 @@ def key_planted(run: Path) -> None:
     (store_line_removed, ["judge.jsonl: ", "manifest.json stores.judge", "scores.json: "]),
     (judge_score_edited, ["judge.jsonl: wt-sample-01::judge1: score: recorded"]),
     (notebook_output_edited, ["04_report.ipynb: cell 6 (evalnb.headline): output text/plain differs"]),
+    (figure_pixels_edited, ["04_report.ipynb: cell ", "(evalnb.score_histogram): output text/html differs"]),
     (key_planted, ["manifest.json, line ", "a key-shaped string (sk-ant-…)"]),
 ])
 def test_each_alteration_is_caught_and_named(clean_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -109,6 +129,27 @@ def test_each_alteration_is_caught_and_named(clean_run: Path, tmp_path: Path, ca
         assert any(name in line for line in lines), (name, lines)
     assert all(line.startswith(str(copy)) for line in lines)   # each line names its file
     assert not any("Q" * 40 in line for line in lines)        # a key is named, never shown
+
+
+def test_under_another_matplotlib_a_figure_is_checked_without_its_pixels(
+        clean_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Another matplotlib draws other pixels from the same numbers: the figure's PNG (inside its
+    HTML, its one copy) is not compared, and its caption and displayed size still are."""
+    from evalnb.app.notebooks import render_html
+
+    copy = tmp_path / "copy"
+    shutil.copytree(clean_run, copy)
+    edit_json(copy / "manifest.json", lambda m: m["packages"].update(matplotlib="0.0.1"))
+    edit_figure(copy, other_pixels)
+    assert not (copy / "paper").exists()
+    render_html(copy / "04_report.ipynb")   # the record's page, made from the notebook as it now is
+    capsys.readouterr()
+    assert main(["verify", str(copy)]) == 0
+    assert "figures not compared (matplotlib differs from the run's)" in capsys.readouterr().err
+    edit_figure(copy, lambda page: page.replace("</figcaption>", " And something else.</figcaption>"))
+    render_html(copy / "04_report.ipynb")
+    code, lines = verify(copy, capsys=capsys)
+    assert code == 1 and len(lines) == 1 and "(evalnb.score_histogram): output text/html differs" in lines[0], lines
 
 
 def test_a_changed_data_file_is_caught(clean_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,7 +3,8 @@
 The stage kernel appends its stages' snapshots to a file (:mod:`evalnb.core.progress_channel`);
 a thread of the command reads it and draws, per stage: calls done / total, ok and failed so
 far, the rate, elapsed and estimated time left, and what it is waiting on (a quota window, a
-retry's backoff, batches in flight).
+retry's backoff, batches in flight). A stage none of whose calls reaches a model (offline)
+shows no rate and no time left (:mod:`evalnb.core.progress`).
 
 - On a terminal: one tqdm bar per stage, updated in place (tqdm does the drawing).
 - Otherwise (a log file, a pipe, a CI job): a timestamped line when a stage starts and ends,
@@ -136,11 +137,14 @@ class LiveView:
     def _bar(self, stage: _Stage) -> Any:
         from tqdm import tqdm
 
+        from evalnb.core.progress import OFFLINE_BAR
+
         s = stage.last
         # A terminal that reports no size (a fresh pseudo-terminal) gets 100 columns, not none.
         width = {"dynamic_ncols": True} if _columns(self.stream) else {"ncols": FALLBACK_COLUMNS, "nrows": 24}
+        look = {"bar_format": OFFLINE_BAR} if s.offline else {}
         return tqdm(total=s.total, initial=s.before, desc=_name(stage), unit="call", file=self.stream,
-                    mininterval=0.5, leave=True, **width)
+                    mininterval=0.5, leave=True, **width, **look)
 
     def _update_bar(self, stage: _Stage, previous: Snapshot) -> None:
         bar, s = stage.bar, stage.last
@@ -214,7 +218,7 @@ def progress_text(s: Snapshot) -> str:
     if s.final:
         state = "done" if s.done >= s.total else "stopped"
         return f"{state}: {s.done:,}/{s.total:,} calls{pct}, {_counts(s)}; {s.new:,} new in {tqdm.format_interval(elapsed)}"
-    if rate:
+    if rate and not s.offline:   # an offline stage's rate says nothing (evalnb.core.progress)
         timing = f"{rate:.2f} calls/s, {timing}" + (f", left ~{tqdm.format_interval(left)}" if left is not None else "")
     return f"{s.done:,}/{s.total:,} calls{pct}, {_counts(s)}, {timing}" + (f"; waiting: {s.waiting}" if s.waiting else "")
 

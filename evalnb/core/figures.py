@@ -19,11 +19,20 @@ built, drawn and saved; never a change to the researcher's ``rcParams``):
   ``<figure>`` with ``<figcaption>``) and into the files' metadata (PDF ``Subject``, PNG
   ``Description``).
 
-In the notebook the figure shows at the size an ordinary matplotlib figure of the same
-``figsize`` takes (matplotlib's 100 dpi, the inline backend's): the image's ``width`` and
-``height`` go with it as display metadata, which JupyterLab and the executed record's HTML
-both use. It displays through ``_repr_mimebundle_``, so a kernel's inline backend never
-redraws it outside the style.
+In the notebook the figure is one output: a ``text/html`` ``<figure>`` whose ``<img>`` holds the
+PNG (base64, the bytes :func:`save_figure` wrote) under its ``<figcaption>``, and the caption as
+``text/plain``. Decision: the PNG is in the output once. An ``image/png`` beside the HTML would be
+a second copy of the same bytes that JupyterLab, nbconvert's HTML and ``evalnb render`` never
+show (they show the HTML, the only one of the two that can carry the caption): it doubled the
+bytes each figure takes in an executed record. A frontend that draws no HTML (a terminal console,
+nbconvert's LaTeX) shows the caption; the figure's files are in ``figures/``.
+
+The figure publishes that bundle itself (``_ipython_display_``): a kernel whose inline backend
+is active (``%matplotlib inline``, or once pyplot has drawn) registers its own PNG printer for
+every ``Figure``, which IPython would otherwise call beside ``_repr_mimebundle_``, adding a
+PNG of its own, redrawn outside the style. It shows at the size an ordinary matplotlib figure of the
+same ``figsize`` takes (matplotlib's 100 dpi, the inline backend's): the ``<img>``'s ``width``
+and ``height``.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ TWO_COLUMNS = 7.0
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under every common colour-vision deficiency.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 OFFLINE: dict[str, Any] = {"color": "#BBBBBB", "hatch": "////", "edgecolor": "#555555"}   # an offline approximation's bars
+FIGURE_CLASS = "evalnb-figure"   # the notebook output's <figure class=...>
 OFFLINE_NOTE = "Grey hatched: an offline approximation, not comparable with the paper."
 
 STYLE: dict[str, Any] = {
@@ -82,8 +92,8 @@ def styled(function: F) -> F:
 
 
 class ReportFigure(Figure):
-    """A Figure with a caption, displayed as PNG (and as a captioned HTML figure) in Jupyter,
-    whatever the matplotlib backend."""
+    """A Figure with a caption, displayed in Jupyter as a captioned HTML figure holding its PNG
+    once, whatever the matplotlib backend."""
 
     saved: dict[str, Path]   # format -> file, once saved with save_figure
     saved_png: bytes | None = None   # what save_figure wrote: the notebook shows the same bytes
@@ -101,15 +111,22 @@ class ReportFigure(Figure):
         data = self.saved_png or self.png()
         return data, display_size(data)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """What the notebook keeps: the captioned HTML figure (its ``<img>`` the one copy of the
+        PNG) and the caption as text."""
         data, size = self._repr_png_()
         encoded = base64.b64encode(data).decode()
         caption = f"<figcaption>{html.escape(self.caption)}</figcaption>" if self.caption else ""
-        page = (f'<figure class="evalnb-figure"><img src="data:image/png;base64,{encoded}" '
+        page = (f'<figure class="{FIGURE_CLASS}"><img src="data:image/png;base64,{encoded}" '
                 f'width="{size["width"]}" height="{size["height"]}" alt="{html.escape(self.caption)}">'
                 f"{caption}</figure>")
-        return ({"image/png": data, "text/html": page, "text/plain": self.caption or repr(self)},
-                {"image/png": size})
+        return {"text/html": page, "text/plain": self.caption or repr(self)}
+
+    def _ipython_display_(self) -> None:
+        # Published as it is: IPython's per-type printers (the inline backend's for Figure) add nothing.
+        from IPython.display import display
+
+        display(self._repr_mimebundle_(), raw=True)
 
 
 def display_size(png: bytes) -> dict[str, int]:

@@ -5,13 +5,16 @@ The same shapes the secret filter redacts (:data:`evalnb.core.redaction.SECRET_V
 A finding names the file, the line and the kind of key, never the string itself.
 
 Decision: only text is searched. A file that is not UTF-8 (a PNG, a PDF) is an image, and
-the base64 images inside a notebook are skipped too: random base64 matches ``AIza`` plus
-thirty letters about once in 400 images, and a key inside an image is no text anyone reads.
+the base64 images inside a notebook or a page are skipped too (an ``image/*`` output, and a
+``data:image`` URI in text: an evalnb figure's PNG is in its ``text/html``): random base64
+matches ``AIza`` plus thirty letters about once in 400 images, and a key inside an image is no
+text anyone reads.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,14 +40,29 @@ def _kind(match: str) -> str:
     return "key…"
 
 
+IMAGE_DATA = re.compile(r"data:image/[\w+.-]+;base64,[A-Za-z0-9+/=]+")
+
+
+def without_image_data(text: str) -> str:
+    """``text`` with every embedded image's base64 left out (``src="data:"`` stays)."""
+    return IMAGE_DATA.sub("data:", text)
+
+
 def _without_images(notebook: Any) -> Any:
-    """A notebook's JSON with every image output's data removed."""
+    """A notebook's JSON with every image output's data removed, and the images embedded in
+    its text outputs (an HTML figure's ``<img>``)."""
     for cell in notebook.get("cells", []) if isinstance(notebook, dict) else []:
         for output in cell.get("outputs", []) or []:
             data = output.get("data")
             if isinstance(data, dict):
-                for mime in [m for m in data if m.startswith("image/")]:
-                    data[mime] = ""
+                for mime in list(data):
+                    if mime.startswith("image/"):
+                        data[mime] = ""
+                    elif isinstance(data[mime], str):
+                        data[mime] = without_image_data(data[mime])
+                    elif isinstance(data[mime], list):   # line by line: the lines stay where they were
+                        data[mime] = [without_image_data(line) if isinstance(line, str) else line
+                                      for line in data[mime]]
     return notebook
 
 
@@ -61,7 +79,7 @@ def text_of(path: Path, data: bytes) -> str | None:
             return json.dumps(notebook, indent=1, ensure_ascii=False)
         except (json.JSONDecodeError, AttributeError):
             return text
-    return text
+    return without_image_data(text)   # an HTML page's embedded figures
 
 
 def scan_text(name: str, text: str) -> Iterator[KeyFinding]:

@@ -7,6 +7,12 @@ an executed record shows as ``HBox(children=...)``. There the bar is instead one
 output (``text/plain`` display data) updated in place through its display id: JupyterLab
 redraws it as it advances, and an executed record (nbclient applies the updates) keeps only
 its final line.
+
+Decision: a stage none of whose calls reaches a model (an offline baseline, answers read from a
+file, a deterministic scorer) shows no rate and no time left, only its counts and the time it
+took: its "calls" take microseconds, and a rate of 50,000 calls/s says nothing about how long a
+run with a model takes. A stage with at least one endpoint that calls a model (an API, a local
+server, a ``command``) shows tqdm's rate and estimate as usual.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from tqdm import tqdm
 from evalnb.core import frontend
 
 NOTEBOOK_COLUMNS = 100   # the bar's line in a notebook (no terminal to measure)
+# tqdm's own bar without "<remaining, rate": what a stage whose calls reach no model shows.
+OFFLINE_BAR = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
 
 
 def say(line: str) -> None:
@@ -28,11 +36,13 @@ def say(line: str) -> None:
 
 
 def progress_bar(*, total: int, desc: str, unit: str = "it", mininterval: float = 1.0,
-                 disable: bool = False) -> tqdm:
-    """A bar for ``total`` steps: :class:`NotebookBar` in a Jupyter kernel, else tqdm on stderr."""
+                 disable: bool = False, offline: bool = False) -> tqdm:
+    """A bar for ``total`` steps: :class:`NotebookBar` in a Jupyter kernel, else tqdm on stderr;
+    ``offline``: steps that reach no model, drawn without a rate (:data:`OFFLINE_BAR`)."""
+    look: dict[str, Any] = {"bar_format": OFFLINE_BAR} if offline else {}
     if frontend.in_kernel() and not disable:
-        return NotebookBar(total=total, desc=desc, unit=unit, mininterval=mininterval)
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=mininterval, disable=disable)
+        return NotebookBar(total=total, desc=desc, unit=unit, mininterval=mininterval, **look)
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, mininterval=mininterval, disable=disable, **look)
 
 
 class NotebookBar(tqdm):
@@ -69,10 +79,11 @@ class NotebookBar(tqdm):
 
 class StageProgress:
     """A stage's calls as they finish: its bar where it runs (the notebook's, or tqdm's), and
-    the same counts for the command's terminal (:mod:`evalnb.core.progress_channel`)."""
+    the same counts for the command's terminal (:mod:`evalnb.core.progress_channel`).
+    ``offline``: none of the calls reaches a model (no rate is shown, see the module)."""
 
     def __init__(self, stage: str, *, total: int, pending: int, desc: str, unit: str = "it",
-                 mininterval: float = 1.0) -> None:
+                 mininterval: float = 1.0, offline: bool = False) -> None:
         from evalnb.core.progress_channel import Snapshot, Writer
 
         self.writer = Writer()
@@ -80,8 +91,8 @@ class StageProgress:
         # a second bar of tqdm's own on the same terminal would only garble it.
         drawn_elsewhere = bool(self.writer.path) and not frontend.in_kernel()
         self.bar = progress_bar(total=pending, desc=desc, unit=unit, mininterval=mininterval,
-                                disable=pending == 0 or drawn_elsewhere)
-        self.snapshot = Snapshot(stage=stage, total=total, before=total - pending)
+                                disable=pending == 0 or drawn_elsewhere, offline=offline)
+        self.snapshot = Snapshot(stage=stage, total=total, before=total - pending, offline=offline)
         self._backing_off = 0
         self._quota = ""
         self.writer.write(self.snapshot, force=True)

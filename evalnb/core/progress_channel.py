@@ -29,7 +29,8 @@ MIN_INTERVAL = 0.25   # seconds between two lines of one stage (its last line is
 class Snapshot:
     """A stage's calls as they stand. ``before``: done by an earlier command (resumed);
     ``statuses``: this command's new records by status; ``waiting``: what holds calls back now
-    (a quota window, a retry's backoff, batches in flight), empty when nothing does."""
+    (a quota window, a retry's backoff, batches in flight), empty when nothing does;
+    ``offline``: none of the stage's calls reaches a model (drawn without a rate)."""
 
     stage: str
     total: int
@@ -41,6 +42,7 @@ class Snapshot:
     started: float = field(default_factory=time.time)
     at: float = field(default_factory=time.time)
     final: bool = False
+    offline: bool = False
 
     @property
     def new(self) -> int:

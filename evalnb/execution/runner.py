@@ -30,7 +30,7 @@ from evalnb.core.types import Latency
 from evalnb.core.records import JsonlStore
 from evalnb.core.redaction import redact
 from evalnb.core.events import FIRST_REPLY
-from evalnb.providers.retry import NotSent, RetryPolicy, call_with_retries
+from evalnb.providers.retry import NotSent, RetryPolicy, call_with_retries, makes_no_model_call
 # The call and record types live in evalnb.core.types (shared by every layer); re-exported here.
 from evalnb.core.types import Call as Call, Prepared as Prepared, Record as Record
 from evalnb.core.types import answer_fields as answer_fields
@@ -139,7 +139,9 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
     pending = sum(len(q) for q in queues.values())
     statuses: collections.Counter[str] = collections.Counter()
     rng = random.Random()
-    progress = StageProgress(stage, total=len(calls), pending=pending, desc=desc)
+    # Offline: no call's endpoint reaches a model (none configured, or an offline baseline).
+    offline = all(endpoint not in pool or makes_no_model_call(pool[endpoint]) for endpoint in {c.endpoint for c in calls})
+    progress = StageProgress(stage, total=len(calls), pending=pending, desc=desc, offline=offline)
     in_flight = asyncio.Semaphore(concurrency)
     not_sent: list[str] = []   # refused by the spending ceiling: the stage takes no new call
 
