@@ -69,8 +69,9 @@ def test_refuses_real_runs_with_a_different_prompt(tmp_path: Path, monkeypatch: 
     second = evalnb.open_run(offline_params(tmp_path / "b") | {"model": first["model"] | {"name": "lead-3"}})
     for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
         stage(second)
-    with pytest.raises(FingerprintMismatch, match=r": prompts, shared differ"):   # shared: the prompt texts too
+    with pytest.raises(FingerprintMismatch, match=r": prompts differ") as refused:   # the shared part's, named once
         open_compare([run.dir, second.dir])
+    assert str(refused.value).count("prompts") == 2 and "shared" not in str(refused.value)   # the head, one line
 
 
 def test_refuses_one_run_given_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -145,12 +145,13 @@ class DropsStatus(JudgeQA):
 
 
 class NoSharedParts(JudgeQA):
-    """A plug-in that leaves the panel, retry policy, prompts and tasks out of its fingerprint."""
+    """A plug-in that leaves the panel, retry policy and prompts out of its fingerprint, and
+    gives parts named like the shared part and one of its keys."""
 
     NAME = "no_shared_parts"
 
     def fingerprint_parts(self):
-        return {"grading": "mine", "shared": "whatever it says"}
+        return {"grading": "mine", "shared": "whatever it says", "tasks": "its own hash"}
 '''
 
 
@@ -205,15 +206,17 @@ def test_a_plugin_omitting_the_panel_still_refuses_a_resume_with_a_changed_panel
     first = params(tmp_path, "http://127.0.0.1:9", "sure", "bad_plugin:NoSharedParts")
     run = pipeline.open_run(first, prefetch_sdks=False)
     shared = run.fingerprint["parts"]["shared"]["value"]   # the plug-in's own "shared" is replaced
+    assert sorted(run.fingerprint["parts"]) == ["grading", "shared"]   # and its "tasks" left out: shared's
     assert shared["judge_panel"] == [{"role": "judge1", "provider": "openai", "name": "grader-1", "settings": {
         "reasoning": False, "send_temperature": True, "token_param": "max_tokens", "strip_think": False,
         "approximation": False}}]
     assert shared["retry"] == FAST_RETRY and set(shared["prompts"]) == {"answer", "grader"}
     changed = json.loads(json.dumps(first))
     changed["judges"][0]["name"] = "grader-2"
-    with pytest.raises(FingerprintMismatch, match=r"(?s)refusing to resume.*shared\.judge_panel"):
+    with pytest.raises(FingerprintMismatch, match=r'(?s)refusing to resume.*:\n  judge_panel\[judge1\]\.name: '
+                                                  r'"grader-1" -> "grader-2"\nScores'):
         pipeline.open_run(changed, prefetch_sdks=False)
-    with pytest.raises(FingerprintMismatch, match=r"(?s)refusing to resume.*shared\.retry\.max_retries: 5 -> 1"):
+    with pytest.raises(FingerprintMismatch, match=r"(?s)refusing to resume.*:\n  retry\.max_retries: 5 -> 1\nScores"):
         pipeline.open_run(first | {"retry": FAST_RETRY | {"max_retries": 1}}, prefetch_sdks=False)
     pipeline.open_run(first, prefetch_sdks=False)   # unchanged: resumes
 

@@ -288,7 +288,7 @@ def test_a_suite_is_checked_whole_before_anything_runs(tmp_path: Path, capsys: p
         ([contestant("a"), contestant("b") | {"concurency": 3}], "contestant b: unknown parameter(s) concurency "
                                                                 "(did you mean concurrency?)"),
         ([contestant("a"), contestant("b") | {"judges": [{"provider": "openai", "name": "other", "base_url": url}] * 3}],
-         "contestant b: judge_panel, shared differ from contestant a's"),   # shared: the panel, whatever the benchmark says
+         "contestant b: judge_panel differ from contestant a's"),   # the shared part's panel, named once
         ([contestant("a"), contestant("b", caps={"en": 0})], "contestant b: model.caps"),
         ([contestant("a"), contestant("b") | {"output_dir": "/tmp/x"}], "contestant b: output_dir"),
         ([contestant("a"), {"model": {"name": "x"}}], "contestants[1]: run_name: required"),

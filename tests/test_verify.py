@@ -162,7 +162,8 @@ def test_a_changed_data_file_is_caught(clean_run: Path, tmp_path: Path, capsys: 
     data.write_text(json.dumps(tasks), "utf-8")
     code, lines = verify(clean_run, "--set", f"data={data}", capsys=capsys)
     assert code == 1
-    assert any("fingerprint.json: parts.tasks: recorded sha256" in line and "the data file" in line for line in lines)
+    assert any("fingerprint.json: parts.shared.tasks: recorded sha256" in line and "the data file" in line
+               for line in lines)
 
 
 def test_a_changed_document_is_caught(clean_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

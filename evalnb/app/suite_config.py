@@ -41,7 +41,7 @@ from evalnb import config as cfg
 from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.config import RunConfig
 from evalnb.core.errors import ConfigError, EvalnbError
-from evalnb.core.fingerprint import change_lines, comparable_parts, run_fingerprint
+from evalnb.core.fingerprint import change_lines, comparable_parts, differing, in_force, moved_to_shared, run_fingerprint
 from evalnb.core.records import read_json_if_exists
 from evalnb.execution.budget import LEDGER_NAME
 from evalnb.stages.pipeline import check_keys, make_benchmark
@@ -206,10 +206,10 @@ def _check_fingerprint(where: str, config: RunConfig, benchmark: Benchmark) -> N
     old = read_json_if_exists(config.output_dir / "fingerprint.json")
     if old is None:
         return
-    new = run_fingerprint(config, benchmark)
-    if old["sha256"] == new["sha256"]:
+    new, moved = run_fingerprint(config, benchmark), moved_to_shared(benchmark)
+    if in_force(old, new, moved) is not new:   # the same run (an older record's duplicates read past)
         return
-    details = "\n".join(f"  {line}" for line in change_lines(old, new))
+    details = "\n".join(f"  {line}" for line in change_lines(old, new, moved=moved))
     raise ConfigError(f"{where}: changed since its run started in {config.output_dir}:\n{details}\n"
                       "Its scores would not be comparable: give the changed contestant a new run_name")
 
@@ -222,10 +222,9 @@ def _check_comparable(contestants: Sequence[Contestant], source: str) -> None:
         raise ConfigError(f"{source}: benchmark: the contestants run {', '.join(sorted(benchmarks))}; "
                           "a leaderboard compares runs of one benchmark")
     parts = comparable_parts(type(first.benchmark).COMPARABLE_PARTS)
-    reference = run_fingerprint(first.config, first.benchmark)["parts"]
+    reference = run_fingerprint(first.config, first.benchmark)
     for other in contestants[1:]:
-        theirs = run_fingerprint(other.config, other.benchmark)["parts"]
-        differ = [p for p in parts if reference.get(p, {}).get("sha256") != theirs.get(p, {}).get("sha256")]
+        differ = differing(reference, run_fingerprint(other.config, other.benchmark), parts)
         if differ:
             raise ConfigError(f"{source}: contestant {other.name}: {', '.join(differ)} differ from contestant "
                               f"{first.name}'s; runs that differ there cannot share a leaderboard")

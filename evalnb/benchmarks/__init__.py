@@ -51,19 +51,24 @@ class Benchmark(Protocol):
     defaults: they are read from the parameters file beside the shared keys, and an unknown key
     is refused); ``PATH_OPTIONS`` (those of ``OPTIONS`` that are paths, made relative to the
     parameters file); ``COMPARABLE_PARTS`` (its fingerprint parts that must agree for ``compare``;
-    the shared part is always checked too); ``STATUSES`` (every response status it records, in
-    display order); ``ITEM`` (the item type); ``ITEM_NOUN`` (``"question"``: for labels);
+    the shared part is always checked too, and its keys may be named: ``"tasks"``); ``STATUSES``
+    (every response status it records, in display order); ``ITEM`` (the item type);
+    ``ITEM_NOUN`` (``"question"``: for labels);
     ``FIGURE`` (its figure's file name, without suffix). Annotate them ``ClassVar`` so that mypy
     reads them as class attributes.
 
     Optional, read when present: ``prompts()`` (name -> prompt text, hashed into the
-    fingerprint; ``BaseBenchmark`` returns ``PROMPTS``). A class that lacks any member named
+    fingerprint; ``BaseBenchmark`` returns ``PROMPTS``); ``MOVED_TO_SHARED`` (key paths inside
+    its own parts that the shared part holds, ``"scoring.model"``: left out of its fingerprint,
+    read past in its older records). A class that lacks any member named
     here is refused when the parameters select it, with the missing names.
 
     The fingerprint: the shared layer puts the retry policy, the judge panel (each judge's
     role, provider, model and reply-changing settings), the prompts' texts and the task set's
     hash into every run's fingerprint under ``shared``, whatever ``fingerprint_parts`` returns;
-    ``fingerprint_parts`` adds only the benchmark's own parts (its contestant, caps, scoring rule).
+    ``fingerprint_parts`` adds only the benchmark's own parts (its contestant, caps, scoring
+    rule): a part it names ``retry``, ``judge_panel``, ``prompts`` or ``tasks`` is left out, so
+    each is fingerprinted once and a refusal names it once.
     """
 
     # --- what it is (class level) -------------------------------------------------------------

@@ -49,6 +49,9 @@ class BaseBenchmark:
     # What one cluster is (reading 31), for labels; the clusters themselves are ItemResults.clusters.
     # None: every item is its own cluster, named by ITEM_NOUN.
     CLUSTER_NOUN: ClassVar[str | None] = None
+    # Key paths inside its own fingerprint parts that the shared part holds ("scoring.model"):
+    # left out of the fingerprint, read past in older records (evalnb.core.fingerprint.readings).
+    MOVED_TO_SHARED: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config

@@ -90,11 +90,11 @@ class RunConfig:
 
     def response_parts(self) -> dict[str, Any]:
         """Fingerprint parts from endpoint settings that change what a response is (reading 26:
-        ``strip_think``), beside the benchmark's own parts. Present only when set, so a run
-        that sets none keeps the fingerprint it had before the setting existed. ``stream``
-        is transport (reading 25) and is no part of it."""
-        stripped = [role for role, e in (("model", self.model), *self.judge_roles()) if e.strip_think]
-        return {"strip_think": stripped} if stripped else {}
+        ``strip_think``), beside the benchmark's own parts: the contestant's (a judge's is in
+        the shared part's judge panel). Present only when set, so a run that sets none keeps
+        the fingerprint it had before the setting existed. ``stream`` is transport (reading
+        25) and is no part of it."""
+        return {"strip_think": ["model"]} if self.model.strip_think else {}
 
     @property
     def offline(self) -> bool:

@@ -4,8 +4,9 @@ items (a sensitivity view) in :mod:`evalnb.stages.paired`.
 
 Runs are compared only when the fingerprint parts that make scores comparable agree (the
 benchmark's ``COMPARABLE_PARTS``: prompts, the caps table, the judge panel, the
-aggregation and retry policies, the task set); otherwise the comparison is refused,
-naming the part. Each model keeps its own cap and decoding settings.
+aggregation and retry policies, the task set; and the shared part, read key by key);
+otherwise the comparison is refused, naming each thing once. Each model keeps its own cap
+and decoding settings.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.benchmarks.base import contestant_label
 from evalnb.core.types import ItemResults, Metric
 from evalnb.core.errors import ConfigError, FingerprintMismatch
-from evalnb.core.fingerprint import change_lines, comparable_parts
+from evalnb.core.fingerprint import change_lines, comparable_parts, differing, moved_to_shared
 from evalnb.core.records import read_json_if_exists, write_json
 from evalnb.core.metric_n import items_read
 from evalnb.core.tables import Layout, estimates_layout, readable
@@ -101,14 +102,15 @@ def load_run(path: Path) -> RunRecord:
                      read_json_if_exists(path / "manifest.json") or {})
 
 
-def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str]) -> None:
-    """Refuse, naming the run and the part, when any comparable part differs from the first run."""
+def check_comparable(runs: Sequence[RunRecord], parts: Sequence[str], moved: Sequence[str] = ()) -> None:
+    """Refuse, naming the run and each thing, when any comparable part differs from the first
+    run (``shared`` stands for its keys: :func:`evalnb.core.fingerprint.differing`)."""
     first = runs[0]
     for other in runs[1:]:
-        differ = [p for p in parts if first.fingerprint["parts"].get(p, {}).get("sha256")
-                  != other.fingerprint["parts"].get(p, {}).get("sha256")]
+        differ = differing(first.fingerprint, other.fingerprint, parts, moved)
         if differ:
-            detail = "\n".join(f"  {line}" for line in change_lines(first.fingerprint, other.fingerprint, parts=differ))
+            detail = "\n".join(f"  {line}" for line in change_lines(first.fingerprint, other.fingerprint,
+                                                                     parts=differ, moved=moved))
             raise FingerprintMismatch(f"refusing to compare {first.dir} with {other.dir}: {', '.join(differ)} "
                                       f"differ (first -> second):\n{detail}\nThe protocol forbids mixing such scores.")
 
@@ -155,7 +157,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any] = (
         cmp.panel_b, other = comparable_runs(panels[1], max_failed)
         if other is not bench:
             raise ConfigError("compare: panels: the two panels scored runs of different benchmarks")
-        check_comparable([records[0], cmp.panel_b[0]], ("tasks",))   # the same items, whatever scored them
+        check_comparable([records[0], cmp.panel_b[0]], ("tasks",), moved_to_shared(bench))   # the same items, whatever scored them
     return cmp
 
 
@@ -175,7 +177,8 @@ def comparable_runs(runs: Sequence[str | Path], max_failed: float = DEFAULT_MAX_
     for record in records:
         if refusal := did_not_run(record.dir, record.results(bench).statuses, max_failed):
             raise ConfigError(refusal)
-    check_comparable(records, (*comparable_parts(bench.COMPARABLE_PARTS), "subset"))   # a --limit run never against a full one
+    check_comparable(records, (*comparable_parts(bench.COMPARABLE_PARTS), "subset"),   # a --limit run never against a full one
+                     moved_to_shared(bench))
     models = [r.model for r in records]
     labels: list[str] = []
     for i, r in enumerate(records):   # a model run twice is told apart by its run directory

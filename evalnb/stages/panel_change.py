@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from evalnb.core import reliability
+from evalnb.core.fingerprint import differing, moved_to_shared
 from evalnb.core.records import read_json_if_exists
 from evalnb.core.stats import strata_columns
 from evalnb.stages.compare import Comparison, RunRecord, headline_metrics
@@ -42,8 +43,8 @@ def pairs(cmp: Comparison) -> list[tuple[RunRecord, RunRecord]]:
 
 
 def differing_parts(cmp: Comparison) -> list[str]:
-    a, b = cmp.runs[0].fingerprint.get("parts", {}), (cmp.panel_b or [])[0].fingerprint.get("parts", {})
-    return sorted(p for p in set(a) | set(b) if (a.get(p) or {}).get("sha256") != (b.get(p) or {}).get("sha256"))
+    """What differs between the two panels' first runs, each thing once (the shared part key by key)."""
+    return differing(cmp.runs[0].fingerprint, (cmp.panel_b or [])[0].fingerprint, moved=moved_to_shared(cmp.benchmark))
 
 
 def answers_differ(a: RunRecord, b: RunRecord) -> int | None:

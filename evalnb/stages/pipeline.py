@@ -26,7 +26,7 @@ from evalnb.core.errors import ConfigError, EndpointFailure
 from evalnb.core.lock import RunLock
 from evalnb.stages.preflight import check_paths
 from evalnb.core.redaction import register_secret_values
-from evalnb.core.fingerprint import check_or_record, run_fingerprint
+from evalnb.core.fingerprint import check_or_record, moved_to_shared, run_fingerprint
 from evalnb.core.prompts import read_prompts, write_prompts
 from evalnb.core.manifest import stage_entry, store_digest, update_manifest, utc_now
 from evalnb.providers import REGISTRY, prefetch
@@ -176,13 +176,15 @@ def _record_run(run: Run, keep_config: bool = False) -> None:
     templates as text (``prompts/``), written under the lock when any changes."""
     recorded = read_json_if_exists(run.path("fingerprint.json"))
     texts: dict[str, str] = getattr(run.benchmark, "record_prompts", dict)()   # optional in the interface
+    moved = moved_to_shared(run.benchmark)
     if recorded is not None:
-        check_or_record(run.path("fingerprint.json"), run.fingerprint)   # refuses, never writes
+        # refuses, never writes; an older record that says the same goes on as it was written
+        run.fingerprint = check_or_record(run.path("fingerprint.json"), run.fingerprint, moved)
         kept = keep_config and run.path("config.json").exists()
         if (kept or json_unchanged(run.path("config.json"), run.config.to_dict())) and read_prompts(run.dir) == texts:
             return
     with lock.holding(run.dir, "evalnb.open_run"):
-        check_or_record(run.path("fingerprint.json"), run.fingerprint)
+        run.fingerprint = check_or_record(run.path("fingerprint.json"), run.fingerprint, moved)
         if not (keep_config and run.path("config.json").exists()):
             write_json(run.path("config.json"), run.config.to_dict())
         write_prompts(run.dir, texts)

@@ -30,7 +30,7 @@ from typing import Any
 
 from evalnb.benchmarks import Benchmark
 from evalnb.core.errors import EvalnbError
-from evalnb.core.fingerprint import fingerprint, run_fingerprint
+from evalnb.core.fingerprint import SHARED, SHARED_KEYS, fingerprint, in_force, moved_to_shared, readings, run_fingerprint
 from evalnb.core.manifest import store_digest
 from evalnb.core.jsondiff import as_json, difference_lines, differences, short
 from evalnb.core.records import JsonlStore, read_json_if_exists, write_json
@@ -46,6 +46,7 @@ REPLY_STATUSES = {"ok": "ok", "refused": "refused", "empty": "empty", "failed_pa
                   "judge_refused": "refused", "judge_empty": "empty"}
 # Which inputs a fingerprint part stands for, for the message when it no longer matches.
 PART_INPUTS = {"tasks": "the data file", "prompts": "the prompt files", "likert": "the likert scale file",
+               "judge_panel": "the judges", "retry": "the retry policy",
                "contestant": "the answers file (responses, predictions or traces)",
                "judge_prompt": "the judge prompt file", "autorater": "the autorater prompt or scale file",
                "shared": "the data file, the prompts, the judge panel or the retry policy"}
@@ -87,7 +88,9 @@ def open_recorded(run_dir: Path, scratch: Path, sets: Sequence[str], label: str)
     except EvalnbError as e:
         return Unchecked(f"{_name(run_dir, label, 'config.json')}: could not check: the run's inputs cannot be read "
                          f"({e}); give where they are now with --set KEY=PATH")
-    run = Run(config, benchmark, benchmark.tasks, run_fingerprint(config, benchmark), benchmark.warnings)
+    # An older record that says the same (its duplicates of the shared part read past) stands as written.
+    now = in_force(recorded, run_fingerprint(config, benchmark), moved_to_shared(benchmark))
+    run = Run(config, benchmark, benchmark.tasks, now, benchmark.warnings)
     shadow = Run(replace(config, output_dir=scratch), benchmark, benchmark.tasks, run.fingerprint, run.warnings)
     return run, shadow
 
@@ -100,13 +103,19 @@ def check_fingerprint(run_dir: Path, label: str, run: Run) -> list[str]:
     parts = recorded.get("parts") or {}
     if fingerprint({k: v.get("value") for k, v in parts.items()}) != recorded:
         lines.append(f"{name}: sha256: not the hash of the recorded parts (the file was edited)")
-    now = run.fingerprint["parts"]
-    for part in sorted(set(parts) | set(now)):
-        old, new = (parts.get(part) or {}).get("sha256"), (now.get(part) or {}).get("sha256")
+    fresh = run.fingerprint   # the recorded one itself when nothing differs (open_recorded)
+    moved = moved_to_shared(run.benchmark)
+    then, now = readings(recorded, moved), readings(fresh, moved)   # thing by thing, each once
+    if (SHARED in parts) != (SHARED in fresh["parts"]):   # a record from before the shared part: that, once
+        then, now = ({k: v for k, v in side.items() if k not in SHARED_KEYS} for side in (then, now))
+        then[SHARED], now[SHARED] = parts.get(SHARED) or {}, fresh["parts"].get(SHARED) or {}
+    for part in sorted(set(then) | set(now)):
+        old, new = (then.get(part) or {}).get("sha256"), (now.get(part) or {}).get("sha256")
         if old != new:
             what = PART_INPUTS.get(part, "the run's inputs or settings")
-            lines.append(f"{name}: parts.{part}: recorded sha256 {str(old)[:12]}, {what} now give {str(new)[:12]} "
-                         f"(recorded {short((parts.get(part) or {}).get('value'), 60)}, now "
+            where = f"{SHARED}.{part}" if part in SHARED_KEYS and SHARED in parts else part
+            lines.append(f"{name}: parts.{where}: recorded sha256 {str(old)[:12]}, {what} now give {str(new)[:12]} "
+                         f"(recorded {short((then.get(part) or {}).get('value'), 60)}, now "
                          f"{short((now.get(part) or {}).get('value'), 60)})")
     return lines
 

@@ -15,7 +15,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -142,6 +142,7 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
     OPTIONS: ClassVar[Mapping[str, Any]] = OPTIONS
     PATH_OPTIONS: ClassVar[tuple[str, ...]] = ("traces", "prompt_file", "likert_file")
     COMPARABLE_PARTS: ClassVar[tuple[str, ...]] = ("rating", "aggregation", "retry", "tasks")
+    MOVED_TO_SHARED: ClassVar[tuple[str, ...]] = ("rating.model", "rating.provider", "rating.prompt_file.sha256")
     STATUSES: ClassVar[tuple[str, ...]] = ("ok", "missing", "pending")
     ITEM: ClassVar[type] = ExpertQuery
     ITEM_NOUN: ClassVar[str] = "query"
@@ -244,12 +245,12 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
         return {"rating": self.prompt.text}
 
     def fingerprint_parts(self) -> dict[str, Any]:
+        # The retry policy, the task set, the rater and the prompt's text are the shared part's
+        # (evalnb.core.fingerprint.shared_parts: MOVED_TO_SHARED is left out of "rating").
         return {
             "rating": {**self.judge_config(), "date": self.rating_date},
             "traces_sha256": self.traces_sha256,
             "aggregation": AGGREGATION_POLICY,
-            "retry": asdict(self.config.retry),
-            "tasks": hashlib.sha256(json.dumps([asdict(t) for t in self.tasks], sort_keys=True).encode()).hexdigest(),
         }
 
     # --- "generation": the trajectories, condensed -------------------------------------------------

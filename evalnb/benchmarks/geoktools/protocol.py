@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -140,6 +139,8 @@ class GeoKToolsProtocol(BaseBenchmark):
     }
     PATH_OPTIONS: ClassVar[tuple[str, ...]] = ("predictions", "judge_prompt_file")
     COMPARABLE_PARTS: ClassVar[tuple[str, ...]] = ("scoring", "aggregation", "repeats", "retry", "tasks")
+    MOVED_TO_SHARED: ClassVar[tuple[str, ...]] = ("scoring.model", "scoring.provider", "scoring.user_prompt_sha256",
+                                                  "scoring.system_prompt_file.sha256")
     STATUSES: ClassVar[tuple[str, ...]] = ("ok", "empty", "missing", "refused", "failed_permanent",
                                            "failed_transient", "pending")
     ITEM: ClassVar[type] = GeoCase
@@ -237,6 +238,7 @@ class GeoKToolsProtocol(BaseBenchmark):
     def fingerprint_parts(self) -> dict[str, Any]:
         shas = [p.sha256 for p in self.predictions]
         config = self.config
+        # retry, tasks, the judge and the prompts' texts: the shared part's (MOVED_TO_SHARED is left out)
         return {
             "scoring": self.judge_config(),
             # One file keeps the shape runs recorded before lists of files were accepted.
@@ -245,9 +247,6 @@ class GeoKToolsProtocol(BaseBenchmark):
                            "decoding": generation_settings(config)},
             "aggregation": AGGREGATION_POLICY,
             "repeats": self.repeats,
-            "retry": asdict(config.retry),
-            "tasks": hashlib.sha256(json.dumps([asdict(t) for t in self.tasks], sort_keys=True)
-                                    .encode("utf-8")).hexdigest(),
         }
 
     # --- generation --------------------------------------------------------------------------------------

@@ -207,7 +207,8 @@ class WildTraceProtocol(BaseBenchmark):
     PATH_OPTIONS: ClassVar[tuple[str, ...]] = ("responses",)
     # Runs of different models may be compared only when these fingerprint parts agree (§5:
     # never mix caps policies, prompts, retry policies, judge panels or aggregation policies).
-    # Each model keeps its own cap: the caps *table* is what must agree.
+    # Each model keeps its own cap: the caps *table* is what must agree. prompts, judge_panel,
+    # retry and tasks are read from the shared part (which compare checks whole anyway).
     COMPARABLE_PARTS: ClassVar[tuple[str, ...]] = ("prompts", "caps_table", "judge_panel", "aggregation",
                                                     "retry", "tasks")
     STATUSES: ClassVar[tuple[str, ...]] = ("ok", "out_of_context", "refused", "empty", "failed_permanent",
@@ -266,19 +267,16 @@ class WildTraceProtocol(BaseBenchmark):
         return prompt_texts()
 
     def fingerprint_parts(self) -> dict[str, Any]:
+        # The prompts' texts, the judge panel, the retry policy and the task set are the shared
+        # part's (evalnb.core.fingerprint.shared_parts): runs recorded before kept them here too.
         config = self.config
         return {
-            "prompts": {name: sha256_text(text) for name, text in prompt_texts().items()},
             "caps": asdict(self.caps),
             "caps_table": sha256_text(json.dumps(caps_table(), sort_keys=True)),
             "decoding": decoding(config),
             "contestant": {"provider": config.model.provider, "name": config.model.name,
                            **({"responses_sha256": self.imported.sha256} if self.imported else {})},
-            "judge_panel": [{"role": role, "provider": j.provider, "name": j.name}
-                            for role, j in config.judge_roles()],
             "aggregation": AGGREGATION_POLICY,
-            "retry": asdict(config.retry),
-            "tasks": sha256_text(json.dumps([asdict(t) for t in self.tasks], sort_keys=True)),
             **({"repeats": self.repeats} if self.repeats > 1 else {}),   # absent at 1: today's fingerprint
         }
 

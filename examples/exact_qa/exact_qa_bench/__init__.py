@@ -9,10 +9,9 @@ empty answer or a permanent failure scores 0.
 from __future__ import annotations
 
 import functools
-import hashlib
 import string
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -73,7 +72,8 @@ class ExactQA(BaseBenchmark):
     NAME: ClassVar[str] = "exact_qa"
     OPTIONS: ClassVar[Mapping[str, Any]] = {"max_tokens": 64, **BOOTSTRAP_OPTIONS}
     PATH_OPTIONS: ClassVar[tuple[str, ...]] = ()
-    COMPARABLE_PARTS: ClassVar[tuple[str, ...]] = ("prompt", "scoring", "tasks")   # not the contestant
+    # not the contestant; the shared part (retry policy, panel, declared prompts, the questions) is checked too
+    COMPARABLE_PARTS: ClassVar[tuple[str, ...]] = ("prompt", "scoring")
     STATUSES: ClassVar[tuple[str, ...]] = ("ok", "empty", "refused", "failed_permanent", "failed_transient",
                                            "pending")
     ITEM: ClassVar[type] = Question
@@ -90,8 +90,8 @@ class ExactQA(BaseBenchmark):
 
     def fingerprint_parts(self) -> dict[str, Any]:
         model = self.config.model
-        return {"prompt": PROMPT, "scoring": SCORING, "contestant": {"provider": model.provider, "name": model.name},
-                "tasks": hashlib.sha256(repr([asdict(q) for q in self.tasks]).encode()).hexdigest()}
+        # Only this benchmark's own parts: the questions are hashed into the shared part.
+        return {"prompt": PROMPT, "scoring": SCORING, "contestant": {"provider": model.provider, "name": model.name}}
 
     def generation_calls(self) -> list[Call]:
         request = functools.partial(ChatRequest, max_tokens=self.config.options["max_tokens"], temperature=0.0)
