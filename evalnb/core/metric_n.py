@@ -51,17 +51,9 @@ def items_read(values: Any, metric: Metric, strata: Sequence[str] | None = None,
     named = {name: probed(np.broadcast_to(np.asarray((channels or {})[name], dtype=float), matrix.shape))
              for name in metric.channels}
 
-    def value(columns: np.ndarray) -> float:
-        part = probe[:, columns]
-        kwargs = {name: cells[:, columns] for name, cells in named.items()}
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = metric.fn(part, stats.strata_columns([labels[i] for i in columns], len(columns)), **kwargs)
-        return float(np.asarray(out))
+    def value(columns: np.ndarray) -> float | None:   # None: undefined on these columns
+        return stats.metric_value(metric, probe[:, columns], [labels[i] for i in columns],
+                                  {name: cells[:, columns] for name, cells in named.items()})
 
     everything = value(np.arange(n))
-    count = 0
-    for j in range(n):
-        without = value(np.delete(np.arange(n), j))
-        if not (without == everything or (np.isnan(without) and np.isnan(everything))):
-            count += 1
-    return count
+    return sum(1 for j in range(n) if value(np.delete(np.arange(n), j)) != everything)

@@ -142,29 +142,50 @@ def interval_estimates(values: Any, metrics: Mapping[str, MetricFn | ChannelMetr
     return out
 
 
+def check_channels(metrics: Sequence[Metric], channels: Mapping[str, Any] | None) -> None:
+    """ValueError naming a metric that reads a channel the results do not have."""
+    for metric in metrics:
+        if missing := [c for c in metric.channels if c not in (channels or {})]:
+            raise ValueError(f"metric {metric.name!r} reads channel(s) {', '.join(missing)}, which the results do "
+                             f"not have ({', '.join(channels or {}) or 'none'})")
+
+
+def metric_value(metric: Metric, values: Any, strata: Sequence[str] | None = None,
+                 channels: Mapping[str, Any] | None = None) -> float | None:
+    """The value of a declared metric on ``values`` (repeats x items, or one row of items): its
+    function called with the strata and, by keyword, the channels it declares (``Metric.channels``,
+    taken from ``channels``: the run's ``ItemResults.channels``, each shaped like ``values``), as
+    the bootstrap calls it on every replicate; None where it is undefined (no item counted).
+    Every view that recomputes a declared metric outside the bootstrap calls this."""
+    check_channels([metric], channels)
+    matrix = np.asarray(values, dtype=float)
+    matrix = matrix[None, :] if matrix.ndim == 1 else matrix
+    groups = strata_columns(strata, matrix.shape[-1])
+    stack, layer = _channel_stack(matrix, {name: (channels or {})[name] for name in metric.channels})
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _number(_call(metric.fn, stack, groups, metric.channels, layer))
+
+
 def metric_intervals(values: Any, metrics: Sequence[Metric], *, strata: Sequence[str] | None = None,
                      n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE,
                      channels: Mapping[str, Any] | None = None) -> dict[str, Interval]:
     """:func:`interval_estimates` for declared metrics (those with ``interval``); the others get
-    their value only. ``channels``: the run's per-item channels (``ItemResults.channels``),
-    of which each metric reads those it declares."""
+    their value only (:func:`metric_value`). ``channels``: the run's per-item channels
+    (``ItemResults.channels``), of which each metric reads those it declares."""
     channels = channels or {}
-    for metric in metrics:
-        if missing := [c for c in metric.channels if c not in channels]:
-            raise ValueError(f"metric {metric.name!r} reads channel(s) {', '.join(missing)}, which the results do "
-                             f"not have ({', '.join(channels) or 'none'})")
+    check_channels(metrics, channels)
     with_ci = {m.name: m.fn for m in metrics if m.interval}
     reads = {m.name: m.channels for m in metrics}
     out = interval_estimates(values, with_ci, strata=strata, n_boot=n_boot, seed=seed, confidence=confidence,
                              channels=channels, reads=reads)
     matrix = np.asarray(values, dtype=float)
     matrix = matrix[None, :] if matrix.ndim == 1 else matrix
+    if matrix.size:
+        _channel_stack(matrix, channels)   # every channel shaped like the scores, as the bootstrap checks
     groups = strata_columns(strata, matrix.shape[-1]) if matrix.size else {}
-    stack, layer = _channel_stack(matrix, channels) if matrix.size else (matrix, {})
     for metric in metrics:
         if not metric.interval:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                value = _number(_call(metric.fn, stack, groups, metric.channels, layer)) if matrix.size else None
+            value = metric_value(metric, matrix, strata, channels) if matrix.size else None
             out[metric.name] = Interval(None, None, value, matrix.shape[-1] if matrix.size else 0, 0, seed,
                                         confidence, method="no interval", repeats=len(matrix), strata=len(groups))
     return out
@@ -230,13 +251,11 @@ def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], *, n_boot: int =
 
 def per_repeat(metric: Metric, values: Any, strata: Sequence[str] | None = None,
                channels: Mapping[str, Any] | None = None) -> list[float | None]:
-    """The metric on each repeat's row alone."""
+    """The metric on each repeat's row alone (:func:`metric_value` on the row and its channels' rows)."""
     matrix = np.asarray(values, dtype=float)
-    groups = strata_columns(strata, matrix.shape[-1])
     stack, layer = _channel_stack(matrix, channels)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return [_number(_call(metric.fn, stack[:, r:r + 1], groups, metric.channels, layer))
-                for r in range(matrix.shape[0])]
+    return [metric_value(metric, stack[0, r:r + 1], strata, {name: stack[i, r:r + 1] for name, i in layer.items()})
+            for r in range(matrix.shape[0])]
 
 
 def mean_sd(values: Sequence[float | None]) -> dict[str, float | int | None]:

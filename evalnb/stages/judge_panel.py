@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from evalnb.core import reliability
+from evalnb.core import reliability, stats
 from evalnb.core.estimates import estimate_text
-from evalnb.core.stats import Interval, strata_columns
+from evalnb.core.stats import Interval
+from evalnb.core.types import Metric
 from evalnb.stages.compare import Comparison, RunRecord, headline_metrics, ranked
 from evalnb.stages.judge_stats import clusters_of, is_panel, judge_labels, judge_matrix
 
@@ -91,7 +92,20 @@ def panel_reliability(cmp: Comparison) -> pd.DataFrame | None:
 
 def without_judge(cmp: Comparison, run: RunRecord, leave: str | None) -> float | None:
     """The first headline metric of ``run`` with each judged item scored by the mean of the
-    other judges (``leave=None``: the leaderboard's own value, recomputed)."""
+    other judges (``leave=None``: the leaderboard's own value, recomputed), computed as every
+    view computes a declared metric (:func:`evalnb.core.stats.metric_value`: its function with
+    the strata and the channels it declares).
+
+    Only ``values`` can be rescored without a judge. A channel (``ItemResults.channels``) is
+    the benchmark's own per-item number, and it may be derived from the judges' verdicts (as
+    ``examples/judge_qa``'s ``correct`` and ``attempted`` are: shares of the judges' grades),
+    which evalnb cannot redo with one judge fewer; passed through unchanged, it would keep the
+    left-out judge in the number. So a metric that reads a channel is not recomputed without
+    a judge: ``leave`` set and such a metric is a ValueError saying so (its full-panel value,
+    ``leave=None``, is computed with its channels)."""
+    metric = headline_metrics(cmp)[0]
+    if leave is not None and metric.channels:
+        raise ValueError(not_recomputed(metric))
     results = run.results(cmp.benchmark)
     values = np.array(results.values, dtype=float)
     if leave is not None:
@@ -99,21 +113,31 @@ def without_judge(cmp: Comparison, run: RunRecord, leave: str | None) -> float |
             others = [s for label, s in results.judges.get(item, {}).items() if label != leave]
             if results.judges.get(item) and not np.isnan(values[0, col]):
                 values[:, col] = np.mean(others) if others else np.nan
-    groups = strata_columns([results.strata.get(i, "") for i in results.ids], len(results.ids))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        value = float(headline_metrics(cmp)[0].fn(values[None, :, :], groups)[0])
-    return value if np.isfinite(value) else None
+    return stats.metric_value(metric, values, [results.strata.get(i, "") for i in results.ids], results.channels)
+
+
+def not_recomputed(metric: Metric) -> str:
+    """Why leave-one-judge-out does not recompute ``metric`` (it reads channels)."""
+    return (f"Leave-one-judge-out: not computed. The first headline metric, {metric.name}, reads the channel(s) "
+            f"{', '.join(metric.channels)}, which the benchmark derives itself and which may come from the judges' "
+            "verdicts; evalnb cannot recompute them without a judge, and keeping them would keep that judge in the "
+            "number.")
 
 
 def leave_one_judge_out(cmp: Comparison) -> pd.DataFrame | None:
     """For each judge: the leaderboard without it (each item scored by the other judges'
-    mean), each model's score and rank change, and Kendall's tau-b to the full panel's order."""
+    mean), each model's score and rank change, and Kendall's tau-b to the full panel's order.
+    None where it does not apply (no panel, repeats), and, said in a line, when the first
+    headline metric reads channels (:func:`without_judge`)."""
     import pandas as pd
 
     from evalnb.core.tables import Layout, readable
 
     labels = panel_runs(cmp)
     if not labels or any(run.results(cmp.benchmark).repeats != 1 for run in cmp.runs):
+        return None
+    if headline_metrics(cmp)[0].channels:
+        print(not_recomputed(headline_metrics(cmp)[0]))
         return None
     board = ranked(cmp)
     runs = [run for label in board.index for run in cmp.runs if run.label == label]

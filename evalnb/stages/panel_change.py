@@ -9,13 +9,23 @@ the second appears only here. Contestants are matched by model name; what the tw
 share is the task set (refused otherwise); every fingerprint part that differs between them
 is named.
 
-For each matched model, the first headline metric under each panel and the shift (second
-minus first) with a paired bootstrap interval; and Kendall's tau-b between the two panels'
-orders with its interval. One bootstrap: every replicate draws the items once (within the
-benchmark's strata, as the leaderboard's intervals do) and applies the draw to every model
-under both panels. Lane E's cluster bootstrap (``core/clustered.py``) may replace the item
-draw. Where the two sides' answers differ on an item (runs generated separately rather than
-re-judged), the shift mixes the panel's change with the answers' own; the count is shown.
+For each matched model, the first headline metric under each panel (its value as every view
+computes a declared metric: :func:`evalnb.core.stats.metric_value`, channels included) and the
+shift (second minus first) with a paired interval; and Kendall's tau-b between the two panels'
+orders with its interval. Both intervals are added statistics (reading 31), so they come from
+the compare's cluster bootstrap (:mod:`evalnb.core.clustered`, through
+:func:`evalnb.stages.joint.joint_bootstrap`, as the leaderboard's pairs and ranks do): every
+replicate draws the benchmark's clusters (``ItemResults.clusters``: the corpus documents its
+tasks ask about, say; an item's repeats go with it) within its strata, once, and applies the
+draw to every model under both panels. With every item its own cluster this is
+the item bootstrap within strata, replicate for replicate (the same random stream). ``n`` is the
+items either panel's metric counts for the model and ``n_clusters`` the clusters holding them.
+A headline metric without a ratio form (a metric function of a benchmark's own) has no cluster
+bootstrap here, as it has no pairs or rank intervals: its shift is shown without an interval,
+and a line says so. The items are the first run's (the two sides share their task set); an item
+a run lacks is unscored there (NaN), as in the joint bootstrap. Where the two sides' answers
+differ on an item (runs generated separately rather than re-judged), the shift mixes the
+panel's change with the answers' own; the count is shown.
 """
 
 from __future__ import annotations
@@ -25,12 +35,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from evalnb.core import reliability
+from evalnb.core import reliability, stats
 from evalnb.core.fingerprint import differing, moved_to_shared
 from evalnb.core.records import read_json_if_exists
-from evalnb.core.stats import strata_columns
+from evalnb.core.tables import Estimate, Layout, readable
+from evalnb.core.types import Metric
+from evalnb.core.words import plural
 from evalnb.stages.compare import Comparison, RunRecord, headline_metrics
-from evalnb.stages.judge_panel import raw, shown
+from evalnb.stages.joint import Joint, aligned, joint_bootstrap
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,64 +68,96 @@ def answers_differ(a: RunRecord, b: RunRecord) -> int | None:
     return sum(1 for r in rb.get("records", []) if first.get(r["task_id"], r.get("response")) != r.get("response"))
 
 
-def column_draws(strata: Sequence[str], n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, items) column indices, each column drawn within its stratum."""
-    groups = strata_columns(strata, len(strata))
-    rng = np.random.default_rng(seed)
-    draws = np.empty((n_boot, len(strata)), dtype=np.intp)
-    for idx in groups.values():
-        draws[:, idx] = idx[rng.integers(0, len(idx), size=(n_boot, len(idx)))]
-    return draws
-
-
-def metric_replicates(cmp: Comparison, run: RunRecord, ids: Sequence[str], draws: np.ndarray,
-                      strata: Sequence[str]) -> tuple[float, np.ndarray]:
-    """The first headline metric of ``run`` over ``ids`` (its value, and on each draw)."""
+def side_value(cmp: Comparison, run: RunRecord, ids: Sequence[str], strata: Sequence[str],
+               metric: Metric) -> float | None:
+    """``metric`` of ``run`` on the items ``ids`` (in that order; ``strata`` theirs), with its channels."""
     results = run.results(cmp.benchmark)
-    where = {item: col for col, item in enumerate(results.ids)}
-    values = np.array(results.values, dtype=float)[:, [where[i] for i in ids]]
-    fn, groups = headline_metrics(cmp)[0].fn, strata_columns(strata, len(ids))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        point = float(fn(values[None, :, :], groups)[0])
-        reps = np.concatenate([fn(np.transpose(values[:, block], (1, 0, 2)), groups)
-                               for block in np.array_split(draws, max(1, draws.size // 2_000_000))])
-    return point, np.asarray(reps, dtype=float)
+    return stats.metric_value(metric, aligned(results, ids), strata,
+                              {name: aligned(results, ids, name) for name in results.channels})
+
+
+def interval_of(point: float | None, replicates: np.ndarray | None) -> dict[str, float | None]:
+    """The point value and the percentile interval of its cluster-bootstrap replicates (none
+    without replicates): :func:`evalnb.core.clustered.percentile_interval` of the replicates
+    rounded to 12 decimals (:func:`evalnb.core.reliability.percentile`: a shift of exactly 0.1 on
+    every replicate reads ``0.100 [0.100, 0.100]``, not six decimals of float noise)."""
+    low, high = reliability.percentile(replicates) if replicates is not None else (None, None)
+    return {"value": point, "low": low, "high": high}
+
+
+def counted(joint: Joint, keys: Sequence[str], metric: str, n_items: int) -> tuple[int, int]:
+    """How many items the metric counts under either key's run, and the clusters holding them
+    (a metric without a ratio form: every item, every cluster)."""
+    if any((key, metric) not in joint.forms for key in keys):
+        return n_items, joint.design.n_clusters
+    used = np.logical_or.reduce([joint.forms[(key, metric)].used() for key in keys])
+    return int(used.sum()), int(len(np.unique(joint.design.item_cluster[used])))
 
 
 def panel_change(cmp: Comparison) -> pd.DataFrame | None:
     """Each model's score under both panels and its shift, and Kendall's tau-b between the two
-    panels' orders, with bootstrap intervals (None: not a panel-change comparison)."""
+    panels' orders, with cluster-bootstrap intervals, n and the number of clusters (None: not
+    a panel-change comparison)."""
     import pandas as pd
 
     matched = pairs(cmp)
     if not cmp.panel_b or not matched:
         return None
-    ids = [i for i in matched[0][0].results(cmp.benchmark).ids
-           if all(i in run.results(cmp.benchmark).ids for pair in matched for run in pair)]
-    results = matched[0][0].results(cmp.benchmark)
-    strata = [results.strata.get(i, "") for i in ids]
-    draws = column_draws(strata, cmp.n_boot, cmp.seed)
-    first = [metric_replicates(cmp, a, ids, draws, strata) for a, _ in matched]
-    second = [metric_replicates(cmp, b, ids, draws, strata) for _, b in matched]
-    tau = reliability.interval(reliability.kendall_tau_b([p for p, _ in first], [p for p, _ in second]),
-                               reliability.kendall_tau_b(np.stack([r for _, r in first], axis=1),
-                                                         np.stack([r for _, r in second], axis=1)),
-                               len(ids), cmp.n_boot, cmp.seed)
-    ranks_a = reliability.ranks_descending([p for p, _ in first])
-    ranks_b = reliability.ranks_descending([p for p, _ in second])
-    metric = headline_metrics(cmp)[0].name
+    metric = headline_metrics(cmp)[0]
+    first_results = matched[0][0].results(cmp.benchmark)   # its items, strata and clusters are the design's
+    ids = list(first_results.ids)
+    strata = [first_results.strata.get(i, "") for i in ids]
+    keys = [(f"A {a.label}", f"B {a.label}") for a, _ in matched]
+    joint = joint_bootstrap(cmp.benchmark, [(key, run.results(cmp.benchmark)) for pair, both in zip(matched, keys)
+                                            for key, run in zip(both, pair)], [metric], n_boot=cmp.n_boot,
+                            seed=cmp.seed)
+    # what was resampled: the benchmark's clusters where its results declare them, else its items
+    noun = joint.cluster_noun if first_results.clusters else str(getattr(cmp.benchmark, "ITEM_NOUN", "item"))
+    draws = ({key: joint.draws[(key, metric.name)] for both in keys for key in both}
+             if any(m.name == metric.name for m in joint.metrics) else None)
+    first = [side_value(cmp, a, ids, strata, metric) for a, _ in matched]
+    second = [side_value(cmp, b, ids, strata, metric) for _, b in matched]
+    tau_reps = None if draws is None else reliability.kendall_tau_b(
+        np.stack([draws[ka] for ka, _ in keys], axis=1), np.stack([draws[kb] for _, kb in keys], axis=1))
+    tau = interval_of(reliability.finite(reliability.kendall_tau_b(np.array(first, dtype=float),
+                                                                   np.array(second, dtype=float))), tau_reps)
+    ranks_a = reliability.ranks_descending(np.array(first, dtype=float))
+    ranks_b = reliability.ranks_descending(np.array(second, dtype=float))
     rows = []
-    for (a, b), (pa, ra), (pb, rb), rank_a, rank_b in zip(matched, first, second, ranks_a, ranks_b):
-        shift = reliability.interval(pb - pa, rb - ra, len(ids), cmp.n_boot, cmp.seed)
-        rows.append({"model": a.label, "metric": metric, "panel_a": pa, "panel_b": pb, **raw("shift", shift),
-                     "rank_a": rank_a, "rank_b": rank_b, "answers_differ": answers_differ(a, b),
-                     **raw("kendall_tau", tau)})
+    for (a, b), (ka, kb), pa, pb, rank_a, rank_b in zip(matched, keys, first, second, ranks_a, ranks_b):
+        shift = interval_of(None if pa is None or pb is None else pb - pa,
+                            None if draws is None else draws[kb] - draws[ka])
+        n, n_clusters = counted(joint, (ka, kb), metric.name, len(ids))
+        rows.append({"model": a.label, "metric": metric.name, "panel_a": pa, "panel_b": pb,
+                     "shift": shift["value"], "shift_low": shift["low"], "shift_high": shift["high"],
+                     "n": n, "n_clusters": n_clusters, "rank_a": rank_a, "rank_b": rank_b,
+                     "answers_differ": answers_differ(a, b), "kendall_tau": tau["value"],
+                     "kendall_tau_low": tau["low"], "kendall_tau_high": tau["high"], "cluster": noun})
     table = pd.DataFrame(rows)
     cmp.tables["panel_change"] = table
     unmatched = sorted({r.model for r in cmp.runs} ^ {r.model for r in cmp.panel_b})
     print(f"Panel change: panel A is the leaderboard's ({cmp.runs[0].dir.parent}), panel B "
           f"({cmp.panel_b[0].dir.parent}) is shown here only; differing fingerprint parts: "
           f"{', '.join(differing_parts(cmp)) or 'none'}"
-          + (f"; not scored by both panels, left out: {', '.join(unmatched)}" if unmatched else ""))
-    return shown(table, ["shift", "kendall_tau"], ["model"])
+          + (f"; not scored by both panels, left out: {', '.join(unmatched)}" if unmatched else "")
+          + "; " + resampled(metric, joint.design.n_clusters if draws is not None else None, noun, len(set(strata))))
+    return readable(table.set_index("model"), change_layout(noun))
 
+
+def resampled(metric: Metric, n_clusters: int | None, noun: str, n_strata: int) -> str:
+    """What the intervals resampled (``n_clusters`` None: no cluster bootstrap, and why)."""
+    if n_clusters is None:
+        return (f"{metric.name} has no ratio form (a metric function of the benchmark's own), so no cluster "
+                "bootstrap: its shift is shown without an interval")
+    return (f"intervals: a cluster bootstrap over {n_clusters} {plural(noun)}"
+            + (f" within {n_strata} strata" if n_strata > 1 else ""))
+
+
+def change_layout(noun: str) -> Layout:
+    """The table as shown: the shift with its n, the clusters (``noun``) beside it, the ranks,
+    and Kendall's tau-b (one number for the table, on every row)."""
+    return Layout((Estimate("shift (B - A) [95% CI]", "shift", "shift_low", "shift_high", "n"),
+                   Estimate("Kendall's tau-b [95% CI]", "kendall_tau", "kendall_tau_low", "kendall_tau_high")),
+                  hidden=("cluster",), rename={"n_clusters": plural(noun), "panel_a": "panel A", "panel_b": "panel B",
+                                               "rank_a": "rank A", "rank_b": "rank B"},
+                  fractions=("panel_a", "panel_b"))
