@@ -252,6 +252,9 @@ def test_panel_change_values_and_cluster_bootstrap_against_numpy(tmp_path: Path,
     assert list(table.rank_b) == [1.0, 3.0, 2.0]
     assert (f"a cluster bootstrap over {13 if clustered else len(docs)} {'documents' if clustered else 'questions'} "
             "within 2 strata") in said
+    # Every table heads its count with one rule: the pairwise verdicts' bootstrap names what it drew as this one does.
+    from evalnb.stages.compare import joint
+    assert joint(cmp).cluster_noun == ("document" if clustered else "question")
 
 
 def test_singleton_clusters_give_the_item_bootstrap_within_strata(tmp_path: Path) -> None:

@@ -209,6 +209,11 @@ def test_the_paper_render_leaks_nothing_of_the_machine(demo_outputs: DemoOutputs
     left_out = re.search(r"Left out as empty: ([^<]*)", compare)
     assert left_out and "Repeats (No run has repeats" in left_out.group(1) and ">Repeats<" not in compare
     assert "../demo-wildtrace/scores.json#" in compare
+    # What the runs agree on, each thing once: the shared part stands for its keys, never beside them.
+    agreed = re.search(r"agreeing on ([^)]*)\)", compare)
+    assert agreed, compare[:2000]
+    things = agreed.group(1).split(", ")
+    assert len(things) == len(set(things)) and "shared" not in things and {"tasks", "judge_panel"} <= set(things)
 
 
 def test_labels_plurals_and_parameters_from_the_benchmark(demo_outputs: DemoOutputs) -> None:

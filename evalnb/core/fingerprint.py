@@ -105,7 +105,7 @@ def _one_sided(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return (SHARED in (a.get("parts") or {})) != (SHARED in (b.get("parts") or {}))
 
 
-def _names(names: Sequence[str]) -> list[str]:
+def thing_names(names: Sequence[str]) -> list[str]:
     """``names`` with ``shared`` standing for its keys, each once."""
     out: dict[str, None] = {}
     for name in names:
@@ -122,7 +122,7 @@ def differing(a: Mapping[str, Any], b: Mapping[str, Any], names: Sequence[str] |
     if _one_sided(a, b) and (names is None or SHARED in names):
         return [SHARED]
     ra, rb = readings(a, moved), readings(b, moved)
-    wanted = sorted(set(ra) | set(rb)) if names is None else _names(names)
+    wanted = sorted(set(ra) | set(rb)) if names is None else thing_names(names)
     return [n for n in wanted if ra.get(n, {}).get("sha256") != rb.get(n, {}).get("sha256")]
 
 

@@ -81,8 +81,10 @@ def joint_bootstrap(bench: type, runs: Sequence[tuple[str, ItemResults]], metric
     found = forms_of(runs, metrics)
     with np.errstate(invalid="ignore", divide="ignore"):
         draws = clustered.bootstrap_draws(found.forms, found.design, n_boot=n_boot, seed=seed)
-    return Joint([label for label, _ in runs], found.metrics, found.design, cluster_noun(bench), found.forms, draws,
-                 n_boot, seed)
+    # What a resampled unit is, as every table heads its count: the benchmark's cluster where the
+    # results declare clusters, else its item (each item its own cluster).
+    noun = cluster_noun(bench) if runs and runs[0][1].clusters else str(getattr(bench, "ITEM_NOUN", "item"))
+    return Joint([label for label, _ in runs], found.metrics, found.design, noun, found.forms, draws, n_boot, seed)
 
 
 def ranks(joint: Joint, metric: str) -> dict[str, RankSummary]:

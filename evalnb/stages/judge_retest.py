@@ -86,13 +86,6 @@ def digested_stages(config: RunConfig) -> tuple[str, ...]:
     return (*CALL_STAGES, STAGE) if config.judge_retest else tuple(CALL_STAGES)
 
 
-def pending(run_dir: Any, spec: Mapping[str, int], calls: Sequence[Call], verdicts: Mapping[str, Record],
-            done: Callable[[Record], bool]) -> bool:
-    """Whether any of the study's calls has no done record yet (a failed one stays resumable)."""
-    stored = store_records(run_dir)
-    return any(c.key not in stored or not done(stored[c.key]) for c in retest_calls(spec, calls, verdicts, done))
-
-
 def store_records(run_dir: Any) -> dict[str, Record]:
     return JsonlStore(run_dir / f"{STAGE}.jsonl").load()
 

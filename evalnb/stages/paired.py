@@ -33,14 +33,17 @@ def paired_differences(cmp: Comparison) -> pd.DataFrame:
     attempted, with a paired cluster-bootstrap interval over those items (see the module)."""
     order = list(ranked(cmp).index)
     runs = sorted(cmp.runs, key=lambda r: order.index(r.label))
-    noun = cluster_noun(cmp.benchmark)
+    # The runs share their task set: the first run's clusters and strata are every run's.
+    first = runs[0].results(cmp.benchmark) if runs else None
+    labels = cluster_labels(first) if first is not None else None
+    of = dict(zip(first.ids, labels)) if first is not None and labels is not None else None
+    # What a resampled unit is, as the verdicts' bootstrap names it (stages.joint): a cluster, else an item.
+    noun = cluster_noun(cmp.benchmark) if of else str(getattr(cmp.benchmark, "ITEM_NOUN", "item"))
     rows = []
     for a, b in itertools.combinations(runs, 2):
         ra, rb = a.results(cmp.benchmark), b.results(cmp.benchmark)
         sa, sb = _attempted_scores(ra), _attempted_scores(rb)
         common = [i for i in ra.ids if i in sa and i in sb]
-        labels = cluster_labels(ra)   # the runs share their task set: A's clusters and strata are B's
-        of = dict(zip(ra.ids, labels)) if labels is not None else None
         diff = common_difference([sa[i] - sb[i] for i in common], clusters=[of[i] for i in common] if of else None,
                                  strata=[ra.strata.get(i, "") for i in common], n_boot=cmp.n_boot, seed=cmp.seed)
         excludes = diff.low is not None and diff.high is not None and (diff.low > 0 or diff.high < 0)

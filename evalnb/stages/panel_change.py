@@ -43,6 +43,7 @@ from evalnb.core.types import Metric
 from evalnb.core.words import plural
 from evalnb.stages.compare import Comparison, RunRecord, headline_metrics
 from evalnb.stages.joint import Joint, aligned, joint_bootstrap
+from evalnb.stages.judge_panel import raw
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,15 +77,6 @@ def side_value(cmp: Comparison, run: RunRecord, ids: Sequence[str], strata: Sequ
                               {name: aligned(results, ids, name) for name in results.channels})
 
 
-def interval_of(point: float | None, replicates: np.ndarray | None) -> dict[str, float | None]:
-    """The point value and the percentile interval of its cluster-bootstrap replicates (none
-    without replicates): :func:`evalnb.core.clustered.percentile_interval` of the replicates
-    rounded to 12 decimals (:func:`evalnb.core.reliability.percentile`: a shift of exactly 0.1 on
-    every replicate reads ``0.100 [0.100, 0.100]``, not six decimals of float noise)."""
-    low, high = reliability.percentile(replicates) if replicates is not None else (None, None)
-    return {"value": point, "low": low, "high": high}
-
-
 def counted(joint: Joint, keys: Sequence[str], metric: str, n_items: int) -> tuple[int, int]:
     """How many items the metric counts under either key's run, and the clusters holding them
     (a metric without a ratio form: every item, every cluster)."""
@@ -111,28 +103,27 @@ def panel_change(cmp: Comparison) -> pd.DataFrame | None:
     joint = joint_bootstrap(cmp.benchmark, [(key, run.results(cmp.benchmark)) for pair, both in zip(matched, keys)
                                             for key, run in zip(both, pair)], [metric], n_boot=cmp.n_boot,
                             seed=cmp.seed)
-    # what was resampled: the benchmark's clusters where its results declare them, else its items
-    noun = joint.cluster_noun if first_results.clusters else str(getattr(cmp.benchmark, "ITEM_NOUN", "item"))
+    noun = joint.cluster_noun   # what was resampled: the benchmark's clusters, or its items
     draws = ({key: joint.draws[(key, metric.name)] for both in keys for key in both}
              if any(m.name == metric.name for m in joint.metrics) else None)
     first = [side_value(cmp, a, ids, strata, metric) for a, _ in matched]
     second = [side_value(cmp, b, ids, strata, metric) for _, b in matched]
     tau_reps = None if draws is None else reliability.kendall_tau_b(
         np.stack([draws[ka] for ka, _ in keys], axis=1), np.stack([draws[kb] for _, kb in keys], axis=1))
-    tau = interval_of(reliability.finite(reliability.kendall_tau_b(np.array(first, dtype=float),
-                                                                   np.array(second, dtype=float))), tau_reps)
+    none = np.array([])   # no replicates (a metric without a ratio form): no interval
+    tau = reliability.interval(reliability.kendall_tau_b(np.array(first, dtype=float), np.array(second, dtype=float)),
+                               none if tau_reps is None else tau_reps, len(ids), cmp.n_boot, cmp.seed, noun)
     ranks_a = reliability.ranks_descending(np.array(first, dtype=float))
     ranks_b = reliability.ranks_descending(np.array(second, dtype=float))
     rows = []
     for (a, b), (ka, kb), pa, pb, rank_a, rank_b in zip(matched, keys, first, second, ranks_a, ranks_b):
-        shift = interval_of(None if pa is None or pb is None else pb - pa,
-                            None if draws is None else draws[kb] - draws[ka])
         n, n_clusters = counted(joint, (ka, kb), metric.name, len(ids))
+        shift = reliability.interval(None if pa is None or pb is None else pb - pa,
+                                     none if draws is None else draws[kb] - draws[ka], n, cmp.n_boot, cmp.seed, noun)
         rows.append({"model": a.label, "metric": metric.name, "panel_a": pa, "panel_b": pb,
-                     "shift": shift["value"], "shift_low": shift["low"], "shift_high": shift["high"],
+                     **raw("shift", shift),
                      "n": n, "n_clusters": n_clusters, "rank_a": rank_a, "rank_b": rank_b,
-                     "answers_differ": answers_differ(a, b), "kendall_tau": tau["value"],
-                     "kendall_tau_low": tau["low"], "kendall_tau_high": tau["high"], "cluster": noun})
+                     "answers_differ": answers_differ(a, b), **raw("kendall_tau", tau), "cluster": noun})
     table = pd.DataFrame(rows)
     cmp.tables["panel_change"] = table
     unmatched = sorted({r.model for r in cmp.runs} ^ {r.model for r in cmp.panel_b})

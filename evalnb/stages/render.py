@@ -13,6 +13,7 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from evalnb.core.call_times import call_times_text, run_call_times
+from evalnb.core.fingerprint import thing_names
 from evalnb.core.records import read_json_if_exists
 
 # Scripts that load code from a CDN (require.js, MathJax, mermaid): the page must stand alone.
@@ -64,7 +65,7 @@ def provenance(folder: Path) -> str:
     head = "## Provenance\n\n"
     if compared:
         head += (f"Comparison of {len(dirs)} runs of `{compared['benchmark']}` (agreeing on "
-                 f"{', '.join(compared['comparable_parts'])}); bootstrap n_boot={compared['n_boot']}, "
+                 f"{', '.join(thing_names(compared['comparable_parts']))}); bootstrap n_boot={compared['n_boot']}, "
                  f"seed={compared['seed']}.\n\n")
     return head + "\n\n".join(blocks)
 

@@ -122,7 +122,8 @@ def has_work(run: Run, stage: str, stores: Mapping[str, Mapping[str, Record]]) -
         calls = bench.judge_calls(stores["generate"])
         spec = run.config.judge_retest   # the retest study, resumed in the judge stage once the protocol is done
         return (_pending(calls, stores["judge"], bench.judge_done) or _batches_in_flight(run, stage)
-                or bool(spec and judge_retest.pending(run.dir, spec, calls, stores["judge"], bench.judge_done)))
+                or bool(spec and _pending(judge_retest.retest_calls(spec, calls, stores["judge"], bench.judge_done),
+                                          judge_retest.store_records(run.dir), bench.judge_done)))
     if stage == "aggregate":
         aggregated = (read_json_if_exists(run.path("manifest.json")) or {}).get("stores")
         return (not all(run.path(name).exists() for name in AGGREGATE_OUTPUTS)
