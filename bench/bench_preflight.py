@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalnb.benchmarks.wildtrace import protocol as wildtrace  # noqa: E402
-from evalnb.stages.pipeline import load_config  # noqa: E402
+from evalnb.pipeline.run import load_config   # noqa: E402
 
 TASKS, CHARS = 481, 2_850_000
 

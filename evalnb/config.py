@@ -274,7 +274,7 @@ def check_batch(mode: Any, options: Any, provider: str, where: str) -> None:
 
 def check_budget(raw: Any, source: str) -> dict[str, Any] | None:
     """``budget: {max_cost_usd: N}`` (reading 27); ``suite: {name, max_cost_usd, ledger}`` is what
-    ``evalnb suite`` adds for its ceiling over all its runs (evalnb.app.suite)."""
+    ``evalnb suite`` adds for its ceiling over all its runs (evalnb.app.suite.command)."""
     if raw is None:
         return None
     def usd(value: Any, key: str) -> float:
@@ -296,7 +296,7 @@ def check_budget(raw: Any, source: str) -> dict[str, Any] | None:
 
 
 def check_judge_retest(raw: Any, source: str, judges: int) -> dict[str, int] | None:
-    """``judge_retest: {sample: M, repeats: K, seed: S}`` (evalnb.stages.judge_retest): M answers
+    """``judge_retest: {sample: M, repeats: K, seed: S}`` (evalnb.judges.retest): M answers
     judged K more times by every judge; seed 0 unless given."""
     if raw is None:
         return None

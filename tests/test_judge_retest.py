@@ -16,9 +16,9 @@ import pytest
 
 import evalnb
 from evalnb.core.errors import ConfigError
-from evalnb.stages.accounting import estimate
-from evalnb.stages.judge_study import judge_retest, judge_retest_table
-from evalnb.stages.pipeline import load_config, make_benchmark
+from evalnb.pipeline.accounting import estimate
+from evalnb.pipeline.retest_study import judge_retest, judge_retest_table
+from evalnb.pipeline.run import load_config, make_benchmark
 from tests.conftest import openai_params
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text
 
@@ -166,8 +166,8 @@ def test_the_resolved_parameters_keep_the_study_and_the_families(tmp_path: Path)
 def test_a_rerun_resumes_a_retest_call_that_failed(server: FakeLLMServer, tmp_path: Path) -> None:
     """A retest call left failed (transient) is work for the judge stage, and the aggregate's
     record of the stores covers the study's: a rerun with the same settings is not skipped."""
-    from evalnb.stages.pipeline import stage_records
-    from evalnb.stages.rerun import has_work
+    from evalnb.pipeline.stages import stage_records
+    from evalnb.pipeline.rerun import has_work
     server.responder = NoisyJudges()
     run = evalnb.open_run(openai_params(tmp_path, server.url, judge_retest={"sample": 2, "repeats": 1}))
     evalnb.generate(run)

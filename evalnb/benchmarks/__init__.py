@@ -32,7 +32,7 @@ from evalnb.core.types import Call, ItemEvidence, ItemResults, Metric, Record, R
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnb.core.figures import ReportFigure
+    from evalnb.views.figures import ReportFigure
 
 
 class Task(Protocol):

@@ -30,7 +30,7 @@ says nothing about the item: its calls stop, the item stays unanswered."""
 FAILED_ENDPOINT = "failed_endpoint"
 """The status of a call the endpoint refused for reasons of its own (reading 30). Such a line is
 kept in the stage's store (what was sent, the error, the attempts), but it never stands for
-its item: :meth:`evalnb.core.records.JsonlStore.load` leaves it out, so the item is pending,
+its item: :meth:`evalnb.records.stores.JsonlStore.load` leaves it out, so the item is pending,
 never scored, and the next pass calls it again."""
 
 
@@ -199,7 +199,7 @@ class Metric:
     besides ``values``: each is passed to ``fn`` as a keyword argument of that name, an array
     shaped like ``values`` and resampled with it (the same items, the same repeats), so
     ``fn(values, strata, correct=..., attempted=...)``. A ratio of two channels is
-    :func:`evalnb.core.metrics.ratio`.
+    :func:`evalnb.stats.metrics.ratio`.
     """
 
     name: str                 # short id: a column of the leaderboard, a key of scores.json "metrics"

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalnb.core.records import JsonlStore
+from evalnb.records.stores import JsonlStore
 from evalnb.core.run_config import EndpointConfig
 from evalnb.core.types import Call, RetryPolicy
 from evalnb.execution.batch.engine import run_batched_stage

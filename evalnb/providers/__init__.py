@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalnb.providers.streaming import settings_of
+from evalnb.providers.streams.base import settings_of
 
 if TYPE_CHECKING:
     from evalnb.core.run_config import EndpointConfig

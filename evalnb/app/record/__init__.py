@@ -1,0 +1,1 @@
+"""Commands on finished records: compare and render (:mod:`.compare`), verify and pack."""
