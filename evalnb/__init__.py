@@ -32,7 +32,7 @@ _EXPORTS = {
     "panel_change": "evalnb.judges.panel_change",
     **dict.fromkeys(("standard_errors", "pairwise"), "evalnb.pages.statistics"),
     "plan": "evalnb.comparison.planning",
-    "show": "evalnb.evidence.items",
+    "show": "evalnb.evidence.items_html",
     "about": "evalnb.pipeline.provenance",
     "batches_table": "evalnb.execution.batch.views",
 }
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from evalnb.comparison.paired import paired_differences
     from evalnb.pipeline.run import Run, open_run
     from evalnb.pipeline.stages import aggregate, generate, judge
-    from evalnb.evidence.items import show
+    from evalnb.evidence.items_html import show
     from evalnb.judges.bias import length_bias, self_preference
     from evalnb.judges.panel_change import panel_change
     from evalnb.judges.panel import leave_one_judge_out, panel_reliability

@@ -15,7 +15,8 @@ import pytest
 
 import evalnb
 from evalnb.app.main import main
-from evalnb.evidence.items import TASKS_PAGE, evidence_html, load_evidence, tasks_view
+from evalnb.evidence.items import TASKS_PAGE, load_evidence
+from evalnb.evidence.items_html import evidence_html, tasks_view
 from evalnb.core.types import Fact, ItemEvidence, Passage, Table
 from tests.conftest import deterministic_responder, judge_total_for, openai_params, sample_tasks
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text

@@ -18,6 +18,7 @@ import evalnb
 from evalnb.core.errors import ConfigError
 from evalnb.pipeline.accounting import estimate
 from evalnb.pipeline.retest_study import judge_retest, judge_retest_table
+from tests.test_statistics_tables import check_estimates
 from evalnb.pipeline.run import load_config, make_benchmark
 from tests.conftest import openai_params
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text
@@ -84,6 +85,7 @@ def test_retest_recovers_the_judges_noise_and_leaves_the_protocol_alone(server: 
         assert 0 < judge["noise_share"]["value"] < 0.2   # qualities spread over [0.25, 0.75]: noise is small
     table = judge_retest_table(run)
     assert table is not None and "panel (item score)" in table.index
+    check_estimates(table, ["retest_sd", "noise_share"])   # as the report shows it: one cell per estimate
     # the study's spend is the run's: its own row in the usage
     assert scores["usage"]["judge_retest"]["judge-1"]["calls"] == answered * 6
 

@@ -7,7 +7,8 @@ import struct
 
 import pandas as pd
 
-from evalnb.evidence.items import evidence_html, evidence_text
+from evalnb.evidence.items import evidence_text
+from evalnb.evidence.items_html import evidence_html
 from evalnb.views.figures import new_figure
 from evalnb.views.tables import readable
 from evalnb.core.types import Fact, ItemEvidence, Passage

@@ -19,7 +19,7 @@ from evalnb.core.errors import ConfigError, DataError, FingerprintMismatch
 from evalnb.records.stores import JsonlStore
 from evalnb.core.types import Metric
 from evalnb.pipeline.accounting import estimate
-from evalnb.evidence.items import show
+from evalnb.evidence.items_html import show
 from evalnb.pages.statistics import uncertainty_rows
 from tests.conftest import deterministic_responder, offline_params, openai_params, sample_tasks
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Refusal, Text

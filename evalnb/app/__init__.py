@@ -6,6 +6,9 @@ verify, pack). Beside them: the terminal's output and live progress, the closing
 (:mod:`.results`), the demo and init (:mod:`.demo`, :mod:`.project`) and the API page
 generator (:mod:`.apidoc`).
 
+The top layer: imports any package of the library (the public names in ``evalnb`` included);
+nothing in the library imports it.
+
 Exit status: 0 complete; 2 something resumable remains; 1 a configuration or data error,
 or a stage that failed.
 """

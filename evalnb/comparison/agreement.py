@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from evalnb.comparison.compare import Comparison
-from evalnb.evidence.items import TitledTables
+from evalnb.evidence.items_html import TitledTables
 from evalnb.views.tables import Layout, readable
 
 if TYPE_CHECKING:

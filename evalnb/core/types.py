@@ -4,7 +4,9 @@ A request and its completion, the retry policy, a call and its stored record, th
 a response or a verdict can have, a declared metric, a run's item results, and the evidence
 a reviewer reads for one item. The runner, the configuration, the providers and the
 benchmarks depend on this module, not on each other. It imports nothing heavy (numpy and
-pandas appear in annotations only).
+pandas appear in annotations only). It is one module on purpose: these are declarations
+only (no behaviour beyond a record's fields), and one place for them is what keeps the layers
+from importing each other.
 """
 
 from __future__ import annotations

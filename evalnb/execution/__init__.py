@@ -2,6 +2,9 @@
 
 - :mod:`evalnb.execution.runner`: live calls, concurrently, each recorded whatever happens.
 - :mod:`evalnb.execution.batch`: calls sent through the providers' batch APIs.
+
+May import everything up to :mod:`evalnb.config`; :mod:`evalnb.benchmarks` and the layers above
+may import it.
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def length_bias(cmp: Comparison) -> pd.DataFrame | None:
     if not len(table):
         return None
     cmp.tables["length_bias"] = table
-    return shown(table, ["spearman_rho", "slope_per_log_char"], ["judge", "model"])
+    return shown(table, ["spearman_rho", "slope_per_log_char"], ["judge", "model"], n={"spearman_rho": "n"})
 
 
 def _length_row(cmp: Comparison, judge: str, model: str, scores: list[float], chars: list[int],

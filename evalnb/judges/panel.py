@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from evalnb.stats import reliability, intervals as stats
-from evalnb.views.estimates import estimate_text
 from evalnb.stats.intervals import Interval
 from evalnb.stats.ranks import average_ranks
 from evalnb.core.types import Metric
@@ -34,16 +33,14 @@ def raw(name: str, interval: Interval) -> dict[str, Any]:
     return {name: interval.mean, f"{name}_low": interval.low, f"{name}_high": interval.high}
 
 
-def shown(table: pd.DataFrame, names: Sequence[str], index: Sequence[str]) -> pd.DataFrame:
-    """``table`` as the notebook shows it: each estimate as ``value [low, high]``."""
-    from evalnb.views.tables import readable
+def shown(table: pd.DataFrame, names: Sequence[str], index: Sequence[str],
+          n: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """``table`` (its raw numbers unchanged) indexed by ``index`` and shown through
+    :func:`evalnb.views.tables.intervals_layout`: each estimate of ``names`` one cell,
+    ``value [low, high]`` (``n``: the column holding an estimate's n, shown beside it)."""
+    from evalnb.views.tables import intervals_layout, readable
 
-    view = table.copy()
-    for name in names:
-        view[name] = [estimate_text(v, lo, hi) for v, lo, hi in
-                      zip(view[name], view[f"{name}_low"], view[f"{name}_high"])]
-        view = view.drop(columns=[f"{name}_low", f"{name}_high"])
-    return readable(view.set_index(list(index)))
+    return readable(table.set_index(list(index)), intervals_layout(names, n=n))
 
 
 def panel_runs(cmp: Comparison) -> list[str]:
@@ -86,7 +83,7 @@ def panel_reliability(cmp: Comparison) -> pd.DataFrame | None:
                  for label, o in zip(labels, offsets)]
     table = pd.DataFrame(rows)
     cmp.tables["judge_reliability"] = table
-    return shown(table, ["estimate"], ["model", "number", "judge"])
+    return shown(table, ["estimate"], ["model", "number", "judge"], n={"estimate": "n"})
 
 
 # --- leave-one-judge-out ------------------------------------------------------------------------------

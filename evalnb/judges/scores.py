@@ -22,7 +22,6 @@ import numpy as np
 
 from evalnb.benchmarks.base import cluster_noun
 from evalnb.stats import judge_bias, reliability
-from evalnb.views.estimates import estimate_text
 from evalnb.records.stores import read_json_if_exists
 from evalnb.stats.intervals import Interval
 from evalnb.core.types import ItemResults, Record
@@ -120,7 +119,9 @@ def scores_section(bench: Any, config: Mapping[str, Any], body: Mapping[str, Any
 
 # --- how the views show a stored estimate -----------------------------------------------------------------
 
-def estimate_of(entry: Mapping[str, Any] | None) -> str:
-    """``0.551 [0.325, 0.781]`` for a stored estimate (``-`` when absent)."""
+def stored_columns(name: str, entry: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A stored estimate (``{"value", "low", "high"}``) as a table's raw columns ``name``,
+    ``name_low``, ``name_high``, which :func:`evalnb.views.tables.intervals_layout` shows as
+    one cell (missing parts: None, shown ``-``)."""
     entry = entry or {}
-    return estimate_text(entry.get("value"), entry.get("low"), entry.get("high"))
+    return {name: entry.get("value"), f"{name}_low": entry.get("low"), f"{name}_high": entry.get("high")}

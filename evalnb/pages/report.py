@@ -18,7 +18,7 @@ import pandas as pd
 
 from evalnb.pipeline.accounting import usage_rows
 from evalnb.benchmarks import Benchmark
-from evalnb.evidence.items import TasksView, TitledTables, tasks_view
+from evalnb.evidence.items_html import TasksView, TitledTables, tasks_view
 from evalnb.evidence.headline import headline_table
 from evalnb.pipeline.run import Run, scores
 from evalnb.benchmarks.base import contestant_label

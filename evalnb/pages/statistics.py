@@ -1,9 +1,11 @@
-"""The statistics a reviewer asks for, as the report and compare notebooks show them (issue 28):
+"""The statistics a reviewer asks for, as the report and compare notebooks show them:
 standard errors with clusters (a run), paired differences with corrected verdicts and minimum
 detectable differences (a comparison). The numbers are those of :mod:`evalnb.stats.clustered`,
 :mod:`evalnb.stats.pairwise`, :mod:`evalnb.stats.ranks` and :mod:`evalnb.stats.power`; the raw
-values are in ``scores.json`` (``uncertainty``) and ``compare.json`` (``tables.pairwise``), the
-views here print each estimate with its interval through :func:`evalnb.views.estimates.estimate_text`.
+values are in ``scores.json`` (``uncertainty``) and ``compare.json`` (``tables.pairwise``); the
+tables here keep them raw and show each estimate with its interval through a
+:class:`evalnb.views.tables.Layout` (:data:`UNCERTAINTY_LAYOUT`,
+:func:`evalnb.views.pairwise.pairwise_layout`).
 A view that does not apply returns None (the notebook cell shows nothing).
 """
 
@@ -14,13 +16,16 @@ from typing import Any
 
 import pandas as pd
 
-from evalnb.views.estimates import estimate_text
 from evalnb.stats.pairwise import P_METHOD, PairedDifference
 from evalnb.views.pairwise import pairwise_frame
-from evalnb.views.tables import readable
+from evalnb.views.tables import intervals_layout, readable
 from evalnb.views.words import plural
 from evalnb.comparison import compare, joint as joint_stats
 from evalnb.pipeline.run import Run, scores as run_scores
+
+
+# The protocol's estimate with its n, and (when items share clusters) the cluster-bootstrap interval.
+UNCERTAINTY_LAYOUT = intervals_layout(["value", "cluster_bootstrap"], n={"value": "n"}, fractions=("within_item_variance",))
 
 
 def uncertainty_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -35,14 +40,15 @@ def uncertainty_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
         # n beside each estimate (the one table style): the items beside the value, the clusters
         # beside the cluster-bootstrap interval.
         clusters = plural(block.get("cluster", "cluster"))
-        row = {"metric": name, "value": estimate_text(metric.get("value"), ci.get("low"), ci.get("high")),
+        row = {"metric": name, "value": metric.get("value"), "value_low": ci.get("low"), "value_high": ci.get("high"),
                "n": entry["n"], "se": entry["se"], "clustered_se": entry["clustered_se"],
                "design_effect": entry["design_effect"]}
         if "within_item_variance" in entry:   # contestant repeats (a benchmark's repeats: K)
             row["repeats"], row["within_item_variance"] = entry["repeats"], entry["within_item_variance"]
         if "cluster_ci" in entry:
             cluster_ci = entry["cluster_ci"]
-            row["cluster_bootstrap"] = estimate_text(cluster_ci["mean"], cluster_ci["low"], cluster_ci["high"])
+            row |= {"cluster_bootstrap": cluster_ci["mean"], "cluster_bootstrap_low": cluster_ci["low"],
+                    "cluster_bootstrap_high": cluster_ci["high"]}
         row[clusters] = entry["n_clusters"]
         rows.append(row)
     return rows
@@ -53,7 +59,7 @@ def standard_errors(run: Run) -> pd.DataFrame | None:
     design effect; for a benchmark whose items share clusters, the interval resampling clusters
     beside the protocol's. None for a scores.json written before these numbers existed."""
     rows = uncertainty_rows(run_scores(run))
-    return readable(pd.DataFrame(rows).set_index("metric")) if rows else None
+    return readable(pd.DataFrame(rows).set_index("metric"), UNCERTAINTY_LAYOUT) if rows else None
 
 
 def pairwise_table(cmp: compare.Comparison) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from evalnb.records import lock
 from evalnb.views.progress import say
 from evalnb.judges import retest as study
 from evalnb.judges import scores as judge_stats
-from evalnb.judges.scores import estimate_of
+from evalnb.judges.scores import stored_columns
 from evalnb.pipeline.run import Run, scores
 from evalnb.pipeline.stages import _stage, judge_status_table, judgements, judge_names, responses
 
@@ -60,18 +60,18 @@ def judge_retest_table(run: Run) -> pd.DataFrame | None:
     no retest study)."""
     import pandas as pd
 
-    from evalnb.views.tables import readable
+    from evalnb.views.tables import intervals_layout, readable
 
     section = scores(run).get(study.SECTION)
     if not section:
         return None
     rows = [{"judge": judge, "answers": j["answers"], "verdicts": j["verdicts"], "failed": j["failed"],
-             "retest_sd": estimate_of(j["retest_sd"]), "noise_share": estimate_of(j["noise_share"])}
+             **stored_columns("retest_sd", j["retest_sd"]), **stored_columns("noise_share", j["noise_share"])}
             for judge, j in section["judges"].items()]
     if "panel_noise_share" in section:
-        rows.append({"judge": "panel (item score)", "noise_share": estimate_of(section["panel_noise_share"])})
-    return readable(pd.DataFrame(rows, columns=["judge", "answers", "verdicts", "failed", "retest_sd",
-                                                "noise_share"]).set_index("judge"))
+        rows.append({"judge": "panel (item score)", **stored_columns("retest_sd", None),
+                     **stored_columns("noise_share", section["panel_noise_share"])})
+    return readable(pd.DataFrame(rows).set_index("judge"), intervals_layout(["retest_sd", "noise_share"]))
 
 
 def _section(run: Run) -> dict[str, Any]:
@@ -83,16 +83,16 @@ def run_reliability(run: Run) -> pd.DataFrame | None:
     with its interval (None: the run has no panel)."""
     import pandas as pd
 
-    from evalnb.views.tables import readable
+    from evalnb.views.tables import intervals_layout, readable
 
     section = _section(run)
     if "alpha" not in section:
         return None
-    rows = [{"number": "Krippendorff's alpha (interval)", "judge": "panel", "estimate": estimate_of(section["alpha"]),
+    rows = [{"number": "Krippendorff's alpha (interval)", "judge": "panel", **stored_columns("estimate", section["alpha"]),
              "n": section["alpha"]["n"]}]
-    rows += [{"number": "offset from the panel mean", "judge": label, "estimate": estimate_of(o), "n": o["n"]}
+    rows += [{"number": "offset from the panel mean", "judge": label, **stored_columns("estimate", o), "n": o["n"]}
              for label, o in section["offsets"].items()]
-    return readable(pd.DataFrame(rows).set_index(["number", "judge"]))
+    return readable(pd.DataFrame(rows).set_index(["number", "judge"]), intervals_layout(["estimate"], n={"estimate": "n"}))
 
 
 def run_length_bias(run: Run) -> pd.DataFrame | None:
@@ -100,11 +100,12 @@ def run_length_bias(run: Run) -> pd.DataFrame | None:
     log(length), with intervals (None: no per-judge verdicts with their responses)."""
     import pandas as pd
 
-    from evalnb.views.tables import readable
+    from evalnb.views.tables import intervals_layout, readable
 
     section = _section(run).get("length")
     if not section:
         return None
-    return readable(pd.DataFrame([{"judge": label, "spearman_rho": estimate_of(v["spearman_rho"]),
-                                   "slope_per_log_char": estimate_of(v["slope_per_log_char"]),
-                                   "n": v["spearman_rho"]["n"]} for label, v in section.items()]).set_index("judge"))
+    rows = [{"judge": label, **stored_columns("spearman_rho", v["spearman_rho"]),
+             **stored_columns("slope_per_log_char", v["slope_per_log_char"]), "n": v["spearman_rho"]["n"]}
+            for label, v in section.items()]
+    return readable(pd.DataFrame(rows).set_index("judge"), intervals_layout(["spearman_rho", "slope_per_log_char"], n={"spearman_rho": "n"}))

@@ -4,5 +4,6 @@ and its resume check, the run lock, the key scan, each record's shape check
 (:mod:`.validation`), when calls were made (:mod:`.call_times`), the run's prompts and the
 innermost cause of a failed cell.
 
-Imports :mod:`evalnb.core`, :mod:`evalnb.stats` and :mod:`evalnb.views`.
+Imports :mod:`evalnb.core`, :mod:`evalnb.stats` and :mod:`evalnb.views`; :mod:`evalnb.providers`
+and every layer above may import it.
 """

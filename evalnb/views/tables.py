@@ -32,13 +32,13 @@ import pandas as pd
 
 from evalnb.views.estimates import DEFAULT_DECIMALS, MISSING, estimate_text, number_text
 
-LAYOUT = "evalnb_layout"
+LAYOUT = "evalnb_layout"   # the key of DataFrame.attrs that carries a table's layout
 # Columns that hold fractions wherever they appear: their whole values keep the decimals.
 FRACTIONS = frozenset({"share", "mean", "std", "sd", "pearson_r", "mean_abs_diff", "share_over_threshold",
                        "award_rate", "mean_diff", "spread", "score", "ci_low", "ci_high", "p_first", "se",
                        "clustered_se", "design_effect", "SE_Δ", "ρ"})
 # p-values: three decimals, and below 0.001 as "< 0.001" (never a bare 0.000).
-PVALUES = frozenset({"p", "p (Holm)", "p_holm"})   # the key of DataFrame.attrs that carries a table's layout
+PVALUES = frozenset({"p", "p (Holm)", "p_holm"})
 
 
 @dataclass(frozen=True)
@@ -243,11 +243,24 @@ def readable(frame: pd.DataFrame, layout: Layout | None = None) -> pd.DataFrame:
 
 
 def estimates_layout(metrics: Mapping[str, str], *, n: Mapping[str, str] | None = None,
-                     hidden: Sequence[str] = (), rename: Mapping[str, str] | None = None, empty: str = "") -> Layout:
+                     hidden: Sequence[str] = (), rename: Mapping[str, str] | None = None, empty: str = "",
+                     bounds: tuple[str, str] = ("_ci_low", "_ci_high"), fractions: Sequence[str] = ()) -> Layout:
     """The layout of a table holding ``NAME``, ``NAME_ci_low``, ``NAME_ci_high`` per metric
-    (``metrics``: name -> shown title; ``n``: name -> the column holding its n)."""
-    return Layout(tuple(Estimate(title, m, f"{m}_ci_low", f"{m}_ci_high", (n or {}).get(m))
-                        for m, title in metrics.items()), tuple(hidden), dict(rename or {}), empty=empty)
+    (``metrics``: name -> shown title; ``n``: name -> the column holding its n; ``bounds``: the
+    suffixes of the interval's columns, ``("_low", "_high")`` for the statistics tables)."""
+    low, high = bounds
+    return Layout(tuple(Estimate(title, m, f"{m}{low}", f"{m}{high}", (n or {}).get(m))
+                        for m, title in metrics.items()), tuple(hidden), dict(rename or {}), empty=empty,
+                  fractions=tuple(fractions))
+
+
+def intervals_layout(names: Sequence[str], *, n: Mapping[str, str] | None = None, hidden: Sequence[str] = (),
+                     rename: Mapping[str, str] | None = None, fractions: Sequence[str] = ()) -> Layout:
+    """The layout of a statistics table holding ``NAME``, ``NAME_low``, ``NAME_high`` per
+    estimate (the judges' and the standard errors' tables), each shown as one cell titled
+    ``NAME``: ``0.551 [0.325, 0.781]``."""
+    return estimates_layout({name: name for name in names}, n=n, hidden=hidden, rename=rename,
+                            bounds=("_low", "_high"), fractions=fractions)
 
 
 # The headline table (report, aggregate, exports): each metric's label, its estimate and n.

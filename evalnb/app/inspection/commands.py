@@ -18,7 +18,8 @@ from evalnb.records.stores import write_json
 from evalnb.execution.batch import price_note
 from evalnb.pipeline.accounting import estimate, minimum_run_minutes
 from evalnb.core.errors import ConfigError
-from evalnb.evidence.items import calls_text, show
+from evalnb.evidence.items import calls_text
+from evalnb.evidence.items_html import show
 from evalnb.evidence.failures import item_calls
 from evalnb.pipeline.run import check_keys, load_config, make_benchmark
 from evalnb.pipeline.probe import caps_entry, probe_record, probe_window

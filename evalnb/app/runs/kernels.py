@@ -19,6 +19,9 @@ Python nor IPython puts the current directory on ``sys.path``, so a folder that 
 directory named ``evalnb`` (the parent of a checkout) cannot shadow the evalnb that launched
 the kernel. ``-P`` is a flag, not ``PYTHONSAFEPATH``: the processes the kernel starts (a
 ``command`` endpoint's script) keep Python's usual path.
+
+One job, two sides: the functions at the end run inside the kernel (sent as code), the rest
+start, reset and stop it; they change together, so they stay in one module.
 """
 
 from __future__ import annotations
