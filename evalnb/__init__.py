@@ -20,8 +20,9 @@ _EXPORTS = {
     **dict.fromkeys(("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
                      "budget_table", "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "latency_table",
                      "reasoning_table"), "evalnb.pages.report"),
-    **dict.fromkeys(("open_compare", "leaderboard", "leaderboard_figure", "repeats_table", "save_compare"),
-                    "evalnb.comparison.compare"),
+    "open_compare": "evalnb.comparison.compare",
+    **dict.fromkeys(("leaderboard", "leaderboard_figure", "repeats_table", "save_compare"),
+                    "evalnb.comparison.leaderboard"),
     "paired_differences": "evalnb.comparison.paired",
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
                      "benchmark_compare_figure"), "evalnb.comparison.agreement"),
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
     from evalnb.execution.batch.views import batches_table
     from evalnb.comparison.agreement import (benchmark_analysis, benchmark_compare_figure, disagreements, judge_agreement,
                                   judge_means)
-    from evalnb.comparison.compare import leaderboard, leaderboard_figure, open_compare, repeats_table, save_compare
+    from evalnb.comparison.compare import open_compare
+    from evalnb.comparison.leaderboard import leaderboard, leaderboard_figure, repeats_table, save_compare
     from evalnb.comparison.paired import paired_differences
     from evalnb.pipeline.run import Run, open_run
     from evalnb.pipeline.stages import aggregate, generate, judge

@@ -5,6 +5,11 @@ paths given with ``--set`` or in a dictionary are relative to the current direct
 ``output_dir`` defaults to ``outputs/<run_name>`` under the current directory. The resolved
 dictionary is what papermill injects into every stage notebook, so it must never hold a
 secret: keys live in environment variables that the parameters only name.
+
+One job, parameters file in and checked configuration out, kept in one module on purpose: each
+check below is a step of :func:`resolve` and words its error the same way (the file, the key,
+what was expected, the closest known key), so a reader who wants to know why a file is refused
+reads one module top to bottom.
 """
 
 from __future__ import annotations

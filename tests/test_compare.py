@@ -16,7 +16,8 @@ from evalnb.comparison.agreement import judge_agreement
 from evalnb.benchmarks.wildtrace.analysis import rubric_items
 from evalnb.app.main import main
 from evalnb.stats import intervals as stats
-from evalnb.comparison.compare import leaderboard, open_compare
+from evalnb.comparison.compare import open_compare
+from evalnb.comparison.leaderboard import leaderboard
 from evalnb.comparison.paired import paired_differences
 from evalnb.core.errors import ConfigError, FingerprintMismatch
 from tests.conftest import SAMPLE, figure_outputs, offline_params, sample_tasks

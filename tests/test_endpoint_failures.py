@@ -269,7 +269,8 @@ def test_a_refused_connection_is_resumable_named_and_not_billed_and_the_ceiling_
 def test_compare_refuses_a_run_whose_items_failed_naming_it_and_its_cause(
         tmp_path: Path, fault_free_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from evalnb.core.errors import ConfigError
-    from evalnb.comparison.compare import leaderboard, open_compare
+    from evalnb.comparison.compare import open_compare
+    from evalnb.comparison.leaderboard import leaderboard
 
     with FakeLLMServer() as server:
         # Every answer a bad request (an item-level 400): final, scored 0, the run "complete".

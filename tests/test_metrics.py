@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import evalnb
-from evalnb.comparison.compare import leaderboard, open_compare, repeats_table
+from evalnb.comparison.compare import open_compare
+from evalnb.comparison.leaderboard import leaderboard, repeats_table
 from tests.conftest import offline_params
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text
 from tests.test_geoexpertqueries import DATA as GEQ

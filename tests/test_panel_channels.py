@@ -22,7 +22,8 @@ import pytest
 from scipy import stats as scipy_stats
 
 from evalnb.api import BaseBenchmark, ItemResults, Metric, mean, ratio
-from evalnb.comparison.compare import leaderboard, open_compare
+from evalnb.comparison.compare import open_compare
+from evalnb.comparison.leaderboard import leaderboard
 from evalnb.judges.panel import leave_one_judge_out, without_judge
 from evalnb.judges.panel_change import panel_change
 
@@ -253,7 +254,7 @@ def test_panel_change_values_and_cluster_bootstrap_against_numpy(tmp_path: Path,
     assert (f"a cluster bootstrap over {13 if clustered else len(docs)} {'documents' if clustered else 'questions'} "
             "within 2 strata") in said
     # Every table heads its count with one rule: the pairwise verdicts' bootstrap names what it drew as this one does.
-    from evalnb.comparison.compare import joint
+    from evalnb.comparison.leaderboard import joint
     assert joint(cmp).cluster_noun == ("document" if clustered else "question")
 
 

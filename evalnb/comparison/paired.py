@@ -23,7 +23,8 @@ from evalnb.stats.pairwise import common_difference
 from evalnb.views.tables import Estimate, Layout, readable
 from evalnb.core.types import ItemResults
 from evalnb.views.words import plural
-from evalnb.comparison.compare import Comparison, ranked
+from evalnb.comparison.compare import Comparison
+from evalnb.comparison.leaderboard import ranked
 
 COLUMNS = ["model_a", "model_b", "n_common", "mean_diff", "ci_low", "ci_high", "n_clusters", "note", "cluster"]
 

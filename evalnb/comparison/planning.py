@@ -35,7 +35,7 @@ from evalnb.core.errors import ConfigError
 from evalnb.records.stores import read_json_if_exists
 from evalnb.views.tables import readable
 from evalnb.core.types import ItemResults
-from evalnb.comparison import compare
+from evalnb.comparison import compare, leaderboard
 from evalnb.comparison.joint import Forms, aligned, forms_of
 
 ASSUMED_RHO = 0.5
@@ -97,7 +97,7 @@ def plan(pilot: str | Path, delta: float = 0.03, power: float = formulas.POWER, 
     formulas.z_sum(alpha, power)   # checks alpha and power
     cmp = _pilot(Path(pilot))
     runs = [(r.label, r.results(cmp.benchmark)) for r in cmp.runs]
-    found = forms_of(runs, compare.headline_metrics(cmp))
+    found = forms_of(runs, leaderboard.headline_metrics(cmp))
     rows = []
     for metric in found.metrics:
         labels = [label for label, _ in runs]

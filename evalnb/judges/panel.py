@@ -21,7 +21,8 @@ from evalnb.stats import reliability, intervals as stats
 from evalnb.stats.intervals import Interval
 from evalnb.stats.ranks import average_ranks
 from evalnb.core.types import Metric
-from evalnb.comparison.compare import Comparison, RunRecord, headline_metrics, ranked
+from evalnb.comparison.compare import Comparison, RunRecord
+from evalnb.comparison.leaderboard import headline_metrics, ranked
 from evalnb.judges.scores import clusters_of, is_panel, judge_labels, judge_matrix
 
 if TYPE_CHECKING:

@@ -42,7 +42,8 @@ from evalnb.records.stores import read_json_if_exists
 from evalnb.views.tables import Estimate, Layout, readable
 from evalnb.core.types import Metric
 from evalnb.views.words import plural
-from evalnb.comparison.compare import Comparison, RunRecord, headline_metrics
+from evalnb.comparison.compare import Comparison, RunRecord
+from evalnb.comparison.leaderboard import headline_metrics
 from evalnb.comparison.joint import Joint, aligned, joint_bootstrap
 from evalnb.judges.panel import raw
 

@@ -63,7 +63,7 @@ def run_tables(folder: Path, scores: dict[str, Any]) -> list[PaperTable]:
 def compare_tables(folder: Path, compared: dict[str, Any]) -> list[PaperTable]:
     from evalnb.benchmarks import benchmark_for
     from evalnb.comparison.agreement import agreement_layout
-    from evalnb.comparison.compare import leaderboard_layout
+    from evalnb.comparison.leaderboard import leaderboard_layout
     from evalnb.comparison.paired import paired_layout
 
     bench = benchmark_for(compared["benchmark"], "export")

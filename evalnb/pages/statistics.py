@@ -20,7 +20,7 @@ from evalnb.stats.pairwise import P_METHOD, PairedDifference
 from evalnb.views.pairwise import pairwise_frame
 from evalnb.views.tables import intervals_layout, readable
 from evalnb.views.words import plural
-from evalnb.comparison import compare, joint as joint_stats
+from evalnb.comparison import compare, joint as joint_stats, leaderboard
 from evalnb.pipeline.run import Run, scores as run_scores
 
 
@@ -65,8 +65,8 @@ def standard_errors(run: Run) -> pd.DataFrame | None:
 def pairwise_table(cmp: compare.Comparison) -> pd.DataFrame:
     """Every pair of models on every headline metric, raw numbers (what compare.json keeps)."""
     if "pairwise" not in cmp.tables:
-        order = list(compare.ranked(cmp).index)
-        joint = compare.joint(cmp)
+        order = list(leaderboard.ranked(cmp).index)
+        joint = leaderboard.joint(cmp)
         pairs = joint_stats.pairs(joint, order, alpha=cmp.alpha, power_=cmp.power)
         built = pd.DataFrame([p.as_dict() for p in pairs], columns=list(PairedDifference.__dataclass_fields__))
         built["alpha"], built["power"], built["cluster"] = cmp.alpha, cmp.power, joint.cluster_noun

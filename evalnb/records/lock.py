@@ -24,6 +24,10 @@ before it lets go, and whoever takes a lock checks that the file it locked is st
 at the path (another holder may have deleted it between the open and the lock), else opens
 it again. So a finished or killed run leaves no ``.evalnb.lock`` or ``.evalnb.kernel.lock``
 naming a dead process (a killed holder's file is deleted by the next holder).
+
+One job, who may write a run directory now, in one module: taking the lock, letting a stage
+kernel in under its parent, and naming the holder change together, and a reader checking that
+a killed run never blocks a resume needs all three side by side.
 """
 
 from __future__ import annotations

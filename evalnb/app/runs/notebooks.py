@@ -34,7 +34,7 @@ def execute_alone(notebook: Path, output: Path, parameters: dict[str, Any], cwd:
     """One notebook outside a run (the compare notebook) through the stages' own path: a
     kernel started for it, the record redacted, its HTML beside it. Raises papermill's
     ``PapermillExecutionError`` when a cell fails (the record is kept)."""
-    kernel = start_run_kernel(cwd, ("evalnb.comparison.compare", "pandas"), ())
+    kernel = start_run_kernel(cwd, ("evalnb.comparison.leaderboard", "pandas"), ())
     try:
         execute_stage(kernel, notebook, output, parameters, cwd)
     finally:
