@@ -8,7 +8,8 @@ what a command reads from the corpus is full size. The fingerprint hashes the ta
 the documents, so the run resumes as it was. Then, each the median of ``--repeat`` (3):
 
 * ``evalnb status RUN_DIR`` (its text, printed to nowhere);
-* ``generate(run)`` and ``judge(run)`` on the opened run, neither with a call left to make.
+* ``generate(run)`` and ``judge(run)``, neither with a call left to make, each on a run opened
+  afresh (``open_run``, not timed), as each stage notebook opens its own.
 
 Beside each time: how many times each store file was read whole (``Path.read_bytes`` of a
 ``.jsonl``, the way every reader of a store reads it), which says where the time goes. Prints
@@ -86,14 +87,18 @@ def store_reads() -> Iterator[Counter[str]]:
         Path.read_bytes = original   # type: ignore[method-assign]
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, Counter[str]]:
+def timed(fn: Callable[[Any], Any], make: Callable[[], Any], repeat: int) -> tuple[float, Counter[str]]:
+    """The median time of ``fn(make())`` (``make`` untimed: a fresh run each time, as each
+    stage notebook opens its own) and the store reads of its last repeat."""
     times: list[float] = []
     reads: Counter[str] = Counter()
     for _ in range(repeat):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            made = make()
         with store_reads() as counted, contextlib.redirect_stdout(io.StringIO()), \
                 contextlib.redirect_stderr(io.StringIO()):
             start = time.perf_counter()
-            fn()
+            fn(made)
             times.append(time.perf_counter() - start)
         reads = counted
     return sorted(times)[len(times) // 2], reads   # the reads of the last repeat (each repeat reads alike)
@@ -112,12 +117,11 @@ def main() -> None:
         print(f"run directory: {TASKS} tasks, documents of {CHARS:,} characters (every tenth Chinese), made in "
               f"{time.perf_counter() - started:.0f} s; stores: "
               + ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in stores.items()))
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            run = evalnb.open_run(params)
-        for label, fn in (("evalnb status", lambda: run_status(run_dir)),
-                          ("generate, nothing left", lambda: evalnb.generate(run)),
-                          ("judge, nothing left", lambda: evalnb.judge(run))):
-            seconds, reads = timed(fn, args.repeat)
+        opened = (lambda: evalnb.open_run(params))
+        for label, fn, make in (("evalnb status", lambda _: run_status(run_dir), lambda: None),
+                                ("generate, nothing left", evalnb.generate, opened),
+                                ("judge, nothing left", evalnb.judge, opened)):
+            seconds, reads = timed(fn, make, args.repeat)
             print(f"{label}: {seconds:.2f} s (median of {args.repeat}); store reads: "
                   + (", ".join(f"{name} x{n}" for name, n in sorted(reads.items())) or "none"))
 
