@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from evalnb.records.stores import read_lines
+from evalnb.records.stores import latest_records, read_lines
 from evalnb.core.redaction import redact
 from evalnb.core.types import CALL_STAGES, FAILED_ENDPOINT
 
@@ -140,23 +140,31 @@ def run_config(run_dir: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def latest_records(run_dir: Path, stage: str) -> dict[str, dict[str, Any]]:
-    """The latest line of every call of a stage, endpoint failures included. Read only: a
-    store's loader mends an unfinished last line in place, and `evalnb status` (which uses
-    this) may read a run another process is writing."""
-    return {str(r["key"]): r for r in read_lines(run_dir / f"{stage}.jsonl") if isinstance(r, dict) and "key" in r}
+StageRecords = Mapping[str, Mapping[str, Mapping[str, Any]]]
+"""Stage -> the latest record of each of its calls, endpoint failures included: what a caller
+that has read the stores already passes, so they are not read again."""
+
+
+def stage_latest(run_dir: Path, stage: str, records: StageRecords | None = None) -> Mapping[str, Mapping[str, Any]]:
+    """A stage's latest record per call: from ``records`` when it holds the stage, else read
+    from its store, read only (:func:`evalnb.records.stores.latest_records`)."""
+    if records is not None and stage in records:
+        return records[stage]
+    return latest_records(Path(run_dir) / f"{stage}.jsonl")
 
 
 def failure_summary(run_dir: Path, stages: Sequence[str] = CALL_STAGES,
-                    config: Mapping[str, Any] | None = None) -> list[EndpointFailures]:
-    """Per stage and endpoint, the count of each failure cause with one example message."""
+                    config: Mapping[str, Any] | None = None,
+                    records: StageRecords | None = None) -> list[EndpointFailures]:
+    """Per stage and endpoint, the count of each failure cause with one example message
+    (``records``: the stages' latest records, when the caller has them)."""
     run_dir = Path(run_dir)
     endpoints = endpoints_of(config if config is not None else run_config(run_dir))
     out: list[EndpointFailures] = []
     for stage in stages:
         grouped: dict[str, dict[str, Cause]] = {}
         stopped: dict[str, Mapping[str, Any]] = {}
-        for record in latest_records(run_dir, stage).values():
+        for record in stage_latest(run_dir, stage, records).values():
             if not is_failure(record):
                 continue
             role = str(record.get("endpoint"))
@@ -227,13 +235,13 @@ def incomplete_line(run_dir: Path) -> str:
     return f"resumable work remains: {named}{example}; run the same command again to resume"
 
 
-def no_answer_line(run_dir: Path) -> str | None:
+def no_answer_line(run_dir: Path, records: StageRecords | None = None) -> str | None:
     """None when the generate stage produced an answer (or made no call); else what a later
     stage says instead of pretending to judge or aggregate nothing."""
-    records = latest_records(Path(run_dir), "generate")
-    if not records or any(r.get("status") in ANSWERED for r in records.values()):
+    generated = stage_latest(run_dir, "generate", records)
+    if not generated or any(r.get("status") in ANSWERED for r in generated.values()):
         return None
-    failures = [e for e in failure_summary(run_dir, ("generate",))]
+    failures = failure_summary(run_dir, ("generate",), records={"generate": generated})
     why = "; ".join(f"{e.endpoint}: " + ", ".join(f"{c.count} {c.cause}, e.g. {c.example}" for c in e.causes)
                     for e in failures)
     return f"the generate stage produced no answer ({why or 'no call answered'})"
@@ -250,14 +258,15 @@ def failure_rows(run_dir: Path) -> list[tuple[str, str]]:
     return rows
 
 
-def summary_table(run_dir: Path) -> pd.DataFrame:
-    """The summary as a table (the report's first cell): stage, endpoint, cause, calls, example."""
+def summary_table(run_dir: Path, records: StageRecords | None = None) -> pd.DataFrame:
+    """The summary as a table (the report's first cell): stage, endpoint, cause, calls, example
+    (``records``: the stages' latest records, when the caller has them)."""
     import pandas as pd
 
     from evalnb.views.tables import readable
 
     rows = [(e.stage, str(e.endpoint), c.cause, c.count, c.example)
-            for e in failure_summary(run_dir) for c in e.causes]
+            for e in failure_summary(run_dir, records=records) for c in e.causes]
     return readable(pd.DataFrame(rows, columns=["stage", "endpoint", "cause", "calls", "example"]))
 
 

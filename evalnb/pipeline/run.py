@@ -26,7 +26,7 @@ from evalnb.core.redaction import register_secret_values
 from evalnb.records.fingerprint import check_or_record, moved_to_shared, run_fingerprint
 from evalnb.records.prompts import read_prompts, write_prompts
 from evalnb.providers import REGISTRY, prefetch
-from evalnb.records.stores import json_unchanged, read_json_if_exists, write_json
+from evalnb.records.stores import JsonlStore, json_unchanged, read_json_if_exists, write_json
 
 if TYPE_CHECKING:   # pandas is imported by the functions that return tables, when called
     import pandas as pd
@@ -43,6 +43,14 @@ class Run:
     fingerprint: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     lock: RunLock | None = None
+    stores: dict[str, JsonlStore] = field(default_factory=dict, repr=False, compare=False)
+
+    def store(self, stage: str) -> JsonlStore:
+        """The stage's store, one object per run: it parses its file once and keeps up with its
+        own appends, so a stage pass reads each store once (:class:`JsonlStore`)."""
+        if stage not in self.stores:
+            self.stores[stage] = JsonlStore(self.path(f"{stage}.jsonl"))
+        return self.stores[stage]
 
     def close(self) -> None:
         """Let another process run this directory, if this one holds it for good (``evalnb

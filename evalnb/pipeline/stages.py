@@ -18,7 +18,7 @@ from evalnb.core.run_config import EndpointConfig
 from evalnb.records import lock
 from evalnb.core.errors import EndpointFailure
 from evalnb.records.manifest import stage_entry, store_digest, update_manifest, utc_now
-from evalnb.records.stores import JsonlStore, read_json_if_exists, read_lines, write_json
+from evalnb.records.stores import latest_of, read_json_if_exists, write_json
 from evalnb.core.types import CALL_STAGES, Call, Record
 from evalnb.records.validation import checked_calls
 from evalnb.execution import run_stage_calls
@@ -59,14 +59,14 @@ def _writes(doing: str) -> Callable[[StageFunction], StageFunction]:
 def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig], done: Any,
            after: Callable[[Run], None] | None = None) -> Counter[str]:
     """Run the stage's calls and record them, then ``after``; an endpoint failure (reading 30) ends it there."""
-    started, before = utc_now(), len(read_lines(run.path(f"{name}.jsonl")))   # this pass's lines come after
-    store = JsonlStore(run.path(f"{name}.jsonl"))
+    store = run.store(name)   # parsed here, once; kept up with this pass's appends
+    started, before = utc_now(), len(store.lines())   # this pass's lines come after
     calls = checked_calls(calls, type(run.benchmark).NAME, name, type(run.benchmark).STATUSES)   # bad records fail their call
     counts = run_blocking(lambda: run_stage_calls(
         calls, endpoints, store, run.dir, policy=run.config.retry, concurrency=run.config.concurrency, done=done,
         stage=name, budget=Budget.open(run.config)))   # the ceiling, with what the records say is spent
     say(outcome_line(name, len(calls), counts, _calls_in_flight(run, name)))
-    if failures := failure_summary(run.dir, (name,)):   # why, per endpoint and cause
+    if failures := failure_summary(run.dir, (name,), records={name: latest_of(store.lines())}):   # why, per endpoint and cause
         say("\n".join(summary_lines(failures)))
     entry = {"started_at": started, "finished_at": utc_now(), "calls": len(calls),
              "new_records": dict(counts), **_batch_manifest(run, name, endpoints)}
@@ -75,7 +75,7 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
                     routes=routes(run, stage_records(run)))
     if after is not None:
         after(run)
-    if stopped := stopped_in(failures, read_lines(run.path(f"{name}.jsonl"))[before:]):   # exit 1, the rest unanswered
+    if stopped := stopped_in(failures, store.lines()[before:]):   # exit 1, the rest unanswered
         stored = store.load()
         raise EndpointFailure(stop_line(stopped, sum(not (c.key in stored and done(stored[c.key])) for c in calls)))
     return counts
@@ -97,15 +97,21 @@ def _batch_manifest(run: Run, name: str, endpoints: Mapping[str, EndpointConfig]
 
 def stage_records(run: Run) -> dict[str, dict[str, Record]]:
     """Each stage's stored records, latest per key: read once, used for scores, usage, routes."""
-    return {stage: JsonlStore(run.path(f"{stage}.jsonl")).load() for stage in CALL_STAGES}
+    return {stage: run.store(stage).load() for stage in CALL_STAGES}
+
+
+def every_latest(run: Run) -> dict[str, dict[str, Record]]:
+    """Each stage's latest line per key, endpoint failures included (what the failure summary
+    reads), from the run's stores as already parsed."""
+    return {stage: latest_of(run.store(stage).lines()) for stage in CALL_STAGES}
 
 
 def responses(run: Run) -> dict[str, Record]:
-    return JsonlStore(run.path("generate.jsonl")).load()
+    return run.store("generate").load()
 
 
 def judgements(run: Run) -> dict[str, Record]:
-    return JsonlStore(run.path("judge.jsonl")).load()
+    return run.store("judge").load()
 
 
 @_writes("evalnb.generate")
@@ -122,7 +128,7 @@ def generate(run: Run) -> pd.DataFrame:
 @_writes("evalnb.judge")
 def judge(run: Run) -> pd.DataFrame:
     """Stage 2: every configured judge grades every answer it has not yet graded."""
-    if nothing := no_answer_line(run.dir):
+    if nothing := no_answer_line(run.dir, every_latest(run)):
         say(f"judge: {nothing}; nothing to judge")
     calls = run.benchmark.judge_calls(responses(run))
     _stage(run, "judge", calls, dict(run.config.judge_roles()), run.benchmark.judge_done)
@@ -207,9 +213,10 @@ def aggregate(run: Run) -> pd.DataFrame:
                     stores={stage: store_digest(run.path(f"{stage}.jsonl"))
                             for stage in judge_retest.digested_stages(run.config)})
     write_evidence(run, stores, scores)
-    if nothing := no_answer_line(run.dir):   # no headline of nothing: say why, with the failure summary's table
+    latest = every_latest(run)
+    if nothing := no_answer_line(run.dir, latest):   # no headline of nothing: say why, with the failure summary's table
         say(f"aggregate: {nothing}; no headline: such a run measures its endpoint, not its model")
-    return summary_table(run.dir) if nothing else headline_table(scores)
+    return summary_table(run.dir, latest) if nothing else headline_table(scores)
 
 
 def scores_document(run: Run, stores: Mapping[str, Mapping[str, Record]]) -> dict[str, Any]:

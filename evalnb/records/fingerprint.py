@@ -180,19 +180,24 @@ def in_force(recorded: Mapping[str, Any] | None, new: dict[str, Any], moved: Seq
     return new
 
 
-def check_or_record(path: Path, new: dict[str, Any], moved: Sequence[str] = ()) -> dict[str, Any]:
+def check_or_record(path: Path, new: dict[str, Any], moved: Sequence[str] = (), *,
+                    record: bool = True) -> dict[str, Any]:
     """Record the fingerprint of a new run; refuse to resume into a different one, naming
-    each changed value (:func:`change_lines`). Returns the fingerprint in force (:func:`in_force`)."""
+    each changed value (:func:`change_lines`). Returns the fingerprint in force (:func:`in_force`).
+    ``record=False``: the same check, read only (a suite checks its contestants before anything
+    runs, and writes nothing): a new run's fingerprint is returned, not written."""
     old = read_json_if_exists(path)
     if old is None:
-        write_json(path, new)
+        if record:
+            write_json(path, new)
         return new
     if (kept := in_force(old, new, moved)) is not new:
         return kept
-    changes = "\n".join(f"  {line}" for line in change_lines(old, new, moved=moved))
+    lines = tuple(change_lines(old, new, moved=moved))
+    changes = "\n".join(f"  {line}" for line in lines)
     raise FingerprintMismatch(
         f"{path.parent}: refusing to resume, the run was started under a different configuration:\n"
-        f"{changes}\nScores from the two would not be comparable: choose a new run_name or output_dir.")
+        f"{changes}\nScores from the two would not be comparable: choose a new run_name or output_dir.", lines)
 
 
 # --- what the shared layer puts into every fingerprint, whatever the benchmark returns -------------

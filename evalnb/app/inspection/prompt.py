@@ -22,7 +22,7 @@ from typing import Any
 
 from evalnb.app import EXIT_OK, output
 from evalnb.core.errors import ConfigError
-from evalnb.records.stores import read_lines
+from evalnb.records.stores import latest_records
 
 PLACEHOLDER = "[the contestant's answer to this item: not recorded yet]"
 
@@ -39,7 +39,7 @@ def item_requests(params: Path, sets: Sequence[str], item_id: str) -> list[dict[
         raise ConfigError(f"prompt: {item_id!r} is not an item of {config.data}"
                           + (" (or not in the run's subset)" if config.subset else ""))
     mine = [c for c in bench.generation_calls() if _of_item(c.key, item_id)]
-    recorded = {r["key"]: r for r in read_lines(config.output_dir / "generate.jsonl")}
+    recorded = latest_records(config.output_dir / "generate.jsonl")
     answers: dict[str, Any] = {}
     for call in mine:
         answers[call.key] = recorded.get(call.key) if (recorded.get(call.key) or {}).get("status") == "ok" \

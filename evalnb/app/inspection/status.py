@@ -18,13 +18,13 @@ from typing import Any
 
 from evalnb.app import EXIT_OK
 from evalnb.app.results import compare_results, compare_text, run_results, run_text, table_text
-from evalnb.app.suite.state import SUITE_JSON, is_held, latest_records
+from evalnb.app.suite.state import SUITE_JSON, is_held, latest_by_stage
 from evalnb.app.suite.state import status_text as suite_status
 from evalnb.core.errors import ConfigError
 from evalnb.records.stores import read_json_if_exists
 from evalnb.core.types import STAGES
 
-CALL_STORES = (("generate", "generate.jsonl", "answers"), ("judge", "judge.jsonl", "verdicts"))
+CALL_STORES = (("generate", "answers"), ("judge", "verdicts"))
 
 
 def status_command(path: Path) -> int:
@@ -63,11 +63,11 @@ def run_status(run_dir: Path) -> str:
     lines = [f"run: {config.get('run_name')} ({config.get('benchmark')}) in {run_dir}",
              f"model: {doc['model']}; judges: {judges}"
              + (f"; subset: {json.dumps(config['subset'])}" if config.get("subset") else "")]
-    totals = _call_totals(config, run_dir)
-    records = latest_records(run_dir)
+    records = latest_by_stage(run_dir)   # each store read once, here: the counts, totals and failures use it
+    totals = _call_totals(config, records["generate"])
     rows, remaining = [], {}
-    for stage, store, noun in CALL_STORES:
-        statuses = Counter(str(r.get("status")) for k, r in records.items() if k.startswith(f"{store}:"))
+    for stage, noun in CALL_STORES:
+        statuses = Counter(str(r.get("status")) for r in records[stage].values())
         done = sum(statuses.values())
         total = totals.get(stage)
         if total is not None:
@@ -76,7 +76,7 @@ def run_status(run_dir: Path) -> str:
                      ", ".join(f"{s} {n}" for s, n in sorted(statuses.items(), key=lambda x: (-x[1], x[0])))
                      or "-"])
     lines += ["calls:", table_text(["stage", "recorded", "by status"], rows)]
-    lines += failure_summary_lines(run_dir, None)
+    lines += failure_summary_lines(run_dir, None, records)
     failed = _failed_stage(run_dir)
     held = is_held(run_dir)
     state = doc["state"] if doc["state"] != "not aggregated" else "not aggregated yet"
@@ -112,15 +112,14 @@ def _next(doc: Mapping[str, Any], held: bool, failed: tuple[str, str] | None, re
                                  ", makes no call, and aggregates")
 
 
-def _call_totals(config: Mapping[str, Any], run_dir: Path) -> dict[str, int]:
-    """Calls each stage lists for the recorded parameters (none when the inputs cannot be read)."""
+def _call_totals(config: Mapping[str, Any], answers: Mapping[str, Any]) -> dict[str, int]:
+    """Calls each stage lists for the recorded parameters (none when the inputs cannot be read),
+    the judge calls for ``answers`` (the generate store's latest records)."""
     try:
         from evalnb.pipeline.run import load_config, make_benchmark
 
         resolved, bench_class = load_config(dict(config))
         bench = make_benchmark(resolved, bench_class)
-        answers = {key.split(":", 1)[1]: r for key, r in latest_records(run_dir).items()
-                   if key.startswith("generate.jsonl:")}
         return {"generate": len(bench.generation_calls()), "judge": len(bench.judge_calls(answers))}
     except Exception:   # noqa: BLE001 - moved inputs, an old record: the counts recorded are shown alone
         return {}
@@ -141,12 +140,13 @@ def _failed_stage(run_dir: Path) -> tuple[str, str] | None:
     return latest
 
 
-def failure_summary_lines(run_dir: Path, stage: str | None) -> list[str]:
+def failure_summary_lines(run_dir: Path, stage: str | None,
+                          records: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
     """The failures by cause, per endpoint, of a stage (or of every stage), each cause counted
     with one example message (evalnb.evidence.failures): in `evalnb status` and at a
-    stage's end. None when nothing failed."""
+    stage's end. None when nothing failed. ``records``: the stages' latest records, when read."""
     from evalnb.evidence.failures import CALL_STAGES, failure_summary, summary_lines
-    summary = failure_summary(run_dir, [stage] if stage else CALL_STAGES)
+    summary = failure_summary(run_dir, [stage] if stage else CALL_STAGES, records=records)
     if not summary:
         return []
     where = f"{stage}: failures" if stage else "failures (latest record of each call, by stage and endpoint)"
@@ -168,7 +168,7 @@ def resumable_text(resumable: Any) -> str:
 
 def interrupted_text(run_dir: Path) -> str:
     """The one line Ctrl-C ends ``evalnb run`` with: what the run's stores keep, and how to go on."""
-    records = latest_records(run_dir)
-    kept = [f"{sum(1 for k in records if k.startswith(store + ':'))} {noun}" for _, store, noun in CALL_STORES]
+    records = latest_by_stage(run_dir)
+    kept = [f"{len(records[stage])} {noun}" for stage, noun in CALL_STORES]
     return (f"interrupted; {' and '.join(kept)} recorded in {run_dir} are kept (calls in flight are redone); "
             "run the same command again to resume")

@@ -40,9 +40,8 @@ from typing import Any
 from evalnb import config as cfg
 from evalnb.benchmarks import Benchmark, benchmark_for
 from evalnb.config import RunConfig
-from evalnb.core.errors import ConfigError, EvalnbError
-from evalnb.records.fingerprint import change_lines, comparable_parts, differing, in_force, moved_to_shared, run_fingerprint
-from evalnb.records.stores import read_json_if_exists
+from evalnb.core.errors import ConfigError, EvalnbError, FingerprintMismatch
+from evalnb.records.fingerprint import check_or_record, comparable_parts, differing, moved_to_shared, run_fingerprint
 from evalnb.execution.budget import LEDGER_NAME
 from evalnb.pipeline.run import check_keys, make_benchmark
 from evalnb.pipeline.preflight import check_paths
@@ -59,6 +58,7 @@ class Contestant:
     params: dict[str, Any]      # the merged run parameters, paths absolute: what its params file holds
     config: RunConfig
     benchmark: Benchmark
+    fingerprint: dict[str, Any]   # computed once, when the suite is checked: resume and comparability use it
 
     @property
     def dir(self) -> Path:
@@ -195,23 +195,24 @@ def _contestant(run_name: str, where: str, params: dict[str, Any], base: Path, r
         check_paths(config, where)
         benchmark = make_benchmark(config, bench)
         benchmark.check_documents()
-        _check_fingerprint(where, config, benchmark)
+        fingerprint = _check_fingerprint(where, config, benchmark)
     except EvalnbError as e:   # a data file's own error names its file and task: say whose it is
         raise (e if str(e).startswith(where) else ConfigError(f"{where}: {e}")) from None
-    return Contestant(run_name, params, config, benchmark)
+    return Contestant(run_name, params, config, benchmark, fingerprint)
 
 
-def _check_fingerprint(where: str, config: RunConfig, benchmark: Benchmark) -> None:
-    """A contestant that has run before must still be that run (reading 11)."""
-    old = read_json_if_exists(config.output_dir / "fingerprint.json")
-    if old is None:
-        return
-    new, moved = run_fingerprint(config, benchmark), moved_to_shared(benchmark)
-    if in_force(old, new, moved) is not new:   # the same run (an older record's duplicates read past)
-        return
-    details = "\n".join(f"  {line}" for line in change_lines(old, new, moved=moved))
-    raise ConfigError(f"{where}: changed since its run started in {config.output_dir}:\n{details}\n"
-                      "Its scores would not be comparable: give the changed contestant a new run_name")
+def _check_fingerprint(where: str, config: RunConfig, benchmark: Benchmark) -> dict[str, Any]:
+    """A contestant that has run before must still be that run: the resume check ``evalnb run``
+    makes, read only. Returns the contestant's fingerprint as computed (not the recorded one:
+    comparability is judged on what each contestant is now)."""
+    new = run_fingerprint(config, benchmark)
+    try:
+        check_or_record(config.output_dir / "fingerprint.json", new, moved_to_shared(benchmark), record=False)
+    except FingerprintMismatch as e:
+        details = "\n".join(f"  {line}" for line in e.changes)
+        raise ConfigError(f"{where}: changed since its run started in {config.output_dir}:\n{details}\n"
+                          "Its scores would not be comparable: give the changed contestant a new run_name") from None
+    return new
 
 
 def _check_comparable(contestants: Sequence[Contestant], source: str) -> None:
@@ -222,9 +223,8 @@ def _check_comparable(contestants: Sequence[Contestant], source: str) -> None:
         raise ConfigError(f"{source}: benchmark: the contestants run {', '.join(sorted(benchmarks))}; "
                           "a leaderboard compares runs of one benchmark")
     parts = comparable_parts(type(first.benchmark).COMPARABLE_PARTS)
-    reference = run_fingerprint(first.config, first.benchmark)
     for other in contestants[1:]:
-        differ = differing(reference, run_fingerprint(other.config, other.benchmark), parts)
+        differ = differing(first.fingerprint, other.fingerprint, parts)
         if differ:
             raise ConfigError(f"{source}: contestant {other.name}: {', '.join(differ)} differ from contestant "
                               f"{first.name}'s; runs that differ there cannot share a leaderboard")

@@ -25,13 +25,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evalnb.core.types import CALL_STAGES
 from evalnb.records.lock import LOCK_NAME
-from evalnb.records.stores import read_json_if_exists, read_lines
+from evalnb.records.stores import latest_records, read_json_if_exists
 from evalnb.execution.spend import run_spend
 from evalnb.execution.budget_views import ledger_totals
 
 SUITE_JSON = "suite.json"
-STORES = ("generate.jsonl", "judge.jsonl")
 
 
 def is_held(folder: Path) -> bool:
@@ -49,9 +49,10 @@ def is_held(folder: Path) -> bool:
     return False
 
 
-def latest_records(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Each stage's latest record per key, read without healing a torn line (read-only)."""
-    return {f"{name}:{record['key']}": record for name in STORES for record in read_lines(run_dir / name)}
+def latest_by_stage(run_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each call stage's latest record per key (stage -> key -> record), read only
+    (:func:`evalnb.records.stores.latest_records`)."""
+    return {stage: latest_records(run_dir / f"{stage}.jsonl") for stage in CALL_STAGES}
 
 
 def run_row(run_dir: Path, outcome: Mapping[str, Any] | None, suite_running: bool) -> dict[str, Any]:
@@ -74,8 +75,7 @@ def run_row(run_dir: Path, outcome: Mapping[str, Any] | None, suite_running: boo
             cause = outcome["cause"]   # the line its last run ended with (the ceiling, batches waiting ...)
         elif status:
             cause = f"resumable work remains {status.get('resumable')}"
-    records = latest_records(run_dir)
-    called = [r for r in records.values() if r.get("attempts")]
+    called = [r for records in latest_by_stage(run_dir).values() for r in records.values() if r.get("attempts")]
     usage = [r.get("usage") or {} for r in called]
     headline = {name: m.get("value") for name, m in ((scores or {}).get("metrics") or {}).items()
                 if m.get("headline")}
