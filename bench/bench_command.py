@@ -160,8 +160,8 @@ def inproc_worker(spec: dict[str, Any]) -> None:
     marks = [("worker started", time.time())]
     import evalnb
 
-    open_run = evalnb.open_run   # imports evalnb.stages.pipeline
-    marks.append(("import evalnb.stages.pipeline", time.time()))
+    open_run = evalnb.open_run   # imports evalnb.pipeline.stages
+    marks.append(("import evalnb.pipeline.stages", time.time()))
     run = open_run(spec["params"])
     marks.append(("open_run", time.time()))
     for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
@@ -501,7 +501,7 @@ def pacing(args: Any, tmp: Path, log: Path) -> dict[str, Any]:
 
 
 def startup(args: Any) -> dict[str, Any]:
-    """``import evalnb`` (-X importtime, cumulative), the same for evalnb.stages.pipeline (what open_run
+    """``import evalnb`` (-X importtime, cumulative), the same for evalnb.pipeline.stages (what open_run
     imports) and openai (what generate imports), and the wall time of ``evalnb --help`` and of a bare ``python -c pass``."""
     py = str(REPO / ".venv" / "bin" / "python")
 
@@ -530,7 +530,7 @@ def startup(args: Any) -> dict[str, Any]:
 
     n = max(3, args.repeat)
     out: dict[str, Any] = {}
-    for module in ("evalnb", "evalnb.stages.pipeline", "openai"):
+    for module in ("evalnb", "evalnb.pipeline.stages", "openai"):
         runs = [importtime(module) for _ in range(n)]
         out[f"import {module} s"] = round(statistics.median(r[0] for r in runs), 3)
         out[f"import {module} largest"] = [f"{name} {s:.3f}" for s, name in runs[-1][1]]
@@ -629,7 +629,7 @@ def report(res: dict[str, Any], args: Any) -> list[str]:
     for r in rows:
         if r["client"] == "inproc" and "phases" in r:
             ph = r["phases"]
-            after_open = (r["first_request_s"] - ph["import evalnb.stages.pipeline"]) if r["first_request_s"] else None
+            after_open = (r["first_request_s"] - ph["import evalnb.pipeline.stages"]) if r["first_request_s"] else None
             print(f"evalnb in-process C={r['concurrency']}{' big docs' if r['big'] else ''} (s after launch): "
                   + ", ".join(f"{k} {v:.2f}" for k, v in ph.items())
                   + f"; first request {fmt(after_open)} s after open_run() was called")
@@ -654,8 +654,8 @@ def report(res: dict[str, Any], args: Any) -> list[str]:
                p["span_over_minimum"] is not None and p["span_over_minimum"] <= TARGET_PACED_OVER_MIN)
     if "startup" in res:
         s = res["startup"]
-        print(f"\nimport evalnb {s['import evalnb s']:.3f} s (-X importtime, cumulative); import evalnb.stages.pipeline "
-              f"{s['import evalnb.stages.pipeline s']:.3f} s (largest: {', '.join(s['import evalnb.stages.pipeline largest'][:4])}); import "
+        print(f"\nimport evalnb {s['import evalnb s']:.3f} s (-X importtime, cumulative); import evalnb.pipeline.stages "
+              f"{s['import evalnb.pipeline.stages s']:.3f} s (largest: {', '.join(s['import evalnb.pipeline.stages largest'][:4])}); import "
               f"openai {s['import openai s']:.3f} s (the SDK, imported by the first call's client); "
               f"evalnb --help {s['evalnb --help s']:.2f} s wall; python -c pass {s['python -c pass s']:.2f} s")
         target(f"import evalnb {s['import evalnb s']:.3f} s <= {TARGET_IMPORT_S}", s["import evalnb s"] <= TARGET_IMPORT_S)

@@ -21,8 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalnb.core.fingerprint import run_fingerprint, shared_parts  # noqa: E402
-from evalnb.stages.pipeline import load_config, make_benchmark  # noqa: E402
+from evalnb.records.fingerprint import run_fingerprint, shared_parts   # noqa: E402
+from evalnb.pipeline.run import load_config, make_benchmark   # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parent.parent / "evalnb" / "data" / "wildtrace"
 CHARS = 2_850_000

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalnb.benchmarks.wildtrace import protocol as wildtrace  # noqa: E402
-from evalnb.stages.pipeline import load_config  # noqa: E402
+from evalnb.benchmarks.wildtrace import WildTrace  # noqa: E402
+from evalnb.pipeline.run import load_config   # noqa: E402
 
 TASKS, CHARS = 481, 2_850_000
 
@@ -49,7 +49,7 @@ def main() -> None:
         runs = []
         for _ in range(3):
             started = time.perf_counter()
-            wildtrace.WildTrace(config).check_documents()
+            WildTrace(config).check_documents()
             runs.append(time.perf_counter() - started)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"documents: {TASKS} x {CHARS:,} characters ({size / 1e9:.2f} GB on disk, every tenth Chinese)")

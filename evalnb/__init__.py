@@ -15,24 +15,26 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _EXPORTS = {
-    **dict.fromkeys(("Run", "open_run", "generate", "judge", "aggregate"), "evalnb.stages.pipeline"),
+    **dict.fromkeys(("Run", "open_run"), "evalnb.pipeline.run"),
+    **dict.fromkeys(("generate", "judge", "aggregate"), "evalnb.pipeline.stages"),
     **dict.fromkeys(("headline", "status_breakdown", "score_histogram", "judge_distributions", "usage_table",
                      "budget_table", "breakdown", "benchmark_figure", "benchmark_tables", "tasks", "latency_table",
-                     "reasoning_table"), "evalnb.stages.report"),
-    **dict.fromkeys(("open_compare", "leaderboard", "leaderboard_figure", "repeats_table", "save_compare"),
-                    "evalnb.stages.compare"),
-    "paired_differences": "evalnb.stages.paired",
+                     "reasoning_table"), "evalnb.pages.report"),
+    "open_compare": "evalnb.comparison.compare",
+    **dict.fromkeys(("leaderboard", "leaderboard_figure", "repeats_table", "save_compare"),
+                    "evalnb.comparison.leaderboard"),
+    "paired_differences": "evalnb.comparison.paired",
     **dict.fromkeys(("judge_means", "judge_agreement", "disagreements", "benchmark_analysis",
-                     "benchmark_compare_figure"), "evalnb.stages.agreement"),
+                     "benchmark_compare_figure"), "evalnb.comparison.agreement"),
     **dict.fromkeys(("judge_retest", "judge_retest_table", "run_reliability", "run_length_bias"),
-                    "evalnb.stages.judge_study"),
-    **dict.fromkeys(("panel_reliability", "leave_one_judge_out"), "evalnb.stages.judge_panel"),
-    **dict.fromkeys(("self_preference", "length_bias"), "evalnb.stages.judge_bias"),
-    "panel_change": "evalnb.stages.panel_change",
-    **dict.fromkeys(("standard_errors", "pairwise"), "evalnb.stages.statistics"),
-    "plan": "evalnb.stages.planning",
-    "show": "evalnb.stages.evidence",
-    "about": "evalnb.stages.provenance",
+                    "evalnb.pipeline.retest_study"),
+    **dict.fromkeys(("panel_reliability", "leave_one_judge_out"), "evalnb.judges.panel"),
+    **dict.fromkeys(("self_preference", "length_bias"), "evalnb.judges.bias"),
+    "panel_change": "evalnb.judges.panel_change",
+    **dict.fromkeys(("standard_errors", "pairwise"), "evalnb.pages.statistics"),
+    "plan": "evalnb.comparison.planning",
+    "show": "evalnb.evidence.items_html",
+    "about": "evalnb.pipeline.provenance",
     "batches_table": "evalnb.execution.batch.views",
 }
 __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "status_breakdown",
@@ -46,20 +48,22 @@ __all__ = ["Run", "open_run", "generate", "judge", "aggregate", "headline", "sta
 
 if TYPE_CHECKING:
     from evalnb.execution.batch.views import batches_table
-    from evalnb.stages.agreement import (benchmark_analysis, benchmark_compare_figure, disagreements, judge_agreement,
+    from evalnb.comparison.agreement import (benchmark_analysis, benchmark_compare_figure, disagreements, judge_agreement,
                                   judge_means)
-    from evalnb.stages.compare import leaderboard, leaderboard_figure, open_compare, repeats_table, save_compare
-    from evalnb.stages.paired import paired_differences
-    from evalnb.stages.pipeline import Run, aggregate, generate, judge, open_run
-    from evalnb.stages.evidence import show
-    from evalnb.stages.judge_bias import length_bias, self_preference
-    from evalnb.stages.panel_change import panel_change
-    from evalnb.stages.judge_panel import leave_one_judge_out, panel_reliability
-    from evalnb.stages.judge_study import judge_retest, judge_retest_table, run_length_bias, run_reliability
-    from evalnb.stages.planning import plan
-    from evalnb.stages.provenance import about
-    from evalnb.stages.statistics import pairwise, standard_errors
-    from evalnb.stages.report import (benchmark_figure, benchmark_tables, breakdown, budget_table, headline,
+    from evalnb.comparison.compare import open_compare
+    from evalnb.comparison.leaderboard import leaderboard, leaderboard_figure, repeats_table, save_compare
+    from evalnb.comparison.paired import paired_differences
+    from evalnb.pipeline.run import Run, open_run
+    from evalnb.pipeline.stages import aggregate, generate, judge
+    from evalnb.evidence.items_html import show
+    from evalnb.judges.bias import length_bias, self_preference
+    from evalnb.judges.panel_change import panel_change
+    from evalnb.judges.panel import leave_one_judge_out, panel_reliability
+    from evalnb.pipeline.retest_study import judge_retest, judge_retest_table, run_length_bias, run_reliability
+    from evalnb.comparison.planning import plan
+    from evalnb.pipeline.provenance import about
+    from evalnb.pages.statistics import pairwise, standard_errors
+    from evalnb.pages.report import (benchmark_figure, benchmark_tables, breakdown, budget_table, headline,
                                judge_distributions, latency_table, reasoning_table, score_histogram, status_breakdown, tasks, usage_table)
 
 

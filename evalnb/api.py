@@ -20,15 +20,15 @@ from evalnb.benchmarks import Benchmark, Task
 from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, metric_ci, metric_value, score_or_nan
 from evalnb.core.data import Where, read_json, read_jsonl, record_id, require, unique_ids
 from evalnb.core.errors import ConfigError, DataError
-from evalnb.core.metrics import channel_mean, count_scored, macro_mean, mean, ratio, share_scored, stratum_mean
+from evalnb.stats.metrics import channel_mean, count_scored, macro_mean, mean, ratio, share_scored, stratum_mean
 from evalnb.core.replies import JudgeReplyError, as_number, field_of, interpreter, json_objects, reply_of
 from evalnb.core.run_config import EndpointConfig, RunConfig
-from evalnb.core.stats import N_BOOT, cell_mean
+from evalnb.stats.intervals import N_BOOT, cell_mean
 from evalnb.core.types import (Call, ChatRequest, Completion, Fact, ItemEvidence, ItemResults, JudgeStatus, Metric,
                                Passage, Prepared, Record, RunScores, Status, Table, Usage, answer_fields)
 
 if TYPE_CHECKING:
-    from evalnb.core.figures import ReportFigure as ReportFigure
+    from evalnb.views.figures import ReportFigure as ReportFigure
 
 # The reference page's sections, in order: (title, what the section is for, names).
 SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -82,14 +82,14 @@ def new_figure(figsize: tuple[float, float], **kwargs: Any) -> ReportFigure:
     never touches the researcher's backend or pyplot's figure registry). Draw on
     ``fig.subplots()`` and return it from ``figure(scores)``; the report saves it as
     ``figures/<FIGURE>.png`` and ``.pdf``. ``kwargs`` go to ``matplotlib.figure.Figure``."""
-    from evalnb.core.figures import new_figure as make
+    from evalnb.views.figures import new_figure as make
 
     return make(figsize, **kwargs)
 
 
 def __getattr__(name: str) -> Any:
     if name == "ReportFigure":   # matplotlib is imported only when a figure is asked for
-        from evalnb.core.figures import ReportFigure
+        from evalnb.views.figures import ReportFigure
 
         return ReportFigure
     raise AttributeError(f"module 'evalnb.api' has no attribute {name!r}")

@@ -5,6 +5,11 @@ paths given with ``--set`` or in a dictionary are relative to the current direct
 ``output_dir`` defaults to ``outputs/<run_name>`` under the current directory. The resolved
 dictionary is what papermill injects into every stage notebook, so it must never hold a
 secret: keys live in environment variables that the parameters only name.
+
+One job, parameters file in and checked configuration out, kept in one module on purpose: each
+check below is a step of :func:`resolve` and words its error the same way (the file, the key,
+what was expected, the closest known key), so a reader who wants to know why a file is refused
+reads one module top to bottom.
 """
 
 from __future__ import annotations
@@ -274,7 +279,7 @@ def check_batch(mode: Any, options: Any, provider: str, where: str) -> None:
 
 def check_budget(raw: Any, source: str) -> dict[str, Any] | None:
     """``budget: {max_cost_usd: N}`` (reading 27); ``suite: {name, max_cost_usd, ledger}`` is what
-    ``evalnb suite`` adds for its ceiling over all its runs (evalnb.app.suite)."""
+    ``evalnb suite`` adds for its ceiling over all its runs (evalnb.app.suite.command)."""
     if raw is None:
         return None
     def usd(value: Any, key: str) -> float:
@@ -296,7 +301,7 @@ def check_budget(raw: Any, source: str) -> dict[str, Any] | None:
 
 
 def check_judge_retest(raw: Any, source: str, judges: int) -> dict[str, int] | None:
-    """``judge_retest: {sample: M, repeats: K, seed: S}`` (evalnb.stages.judge_retest): M answers
+    """``judge_retest: {sample: M, repeats: K, seed: S}`` (evalnb.judges.retest): M answers
     judged K more times by every judge; seed 0 unless given."""
     if raw is None:
         return None

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from evalnb.app.live import live_progress
-from evalnb.stages.pipeline import generate, judge, open_run
+from evalnb.pipeline.run import open_run
+from evalnb.pipeline.stages import generate, judge
 from tests.conftest import ROOT, deterministic_responder, openai_params
 from tests.fakeserver import Error, FakeLLMServer
 

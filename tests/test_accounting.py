@@ -65,8 +65,8 @@ def test_estimate_matches_a_hand_computation(tmp_path: Path, capsys: pytest.Capt
     def judge_chars(question: str) -> int:
         return len(JUDGE_HEAD + question + "\nRUBRIC:\nP1 (100pts): crit\nRESPONSE:\n" + "x" * 5000 + JUDGE_TAIL)
     judge_tokens = judge_chars("What?") / 3.3 + judge_chars("什么?") / 3.3   # under 21 ideographs: en
-    from evalnb.stages.accounting import estimate
-    from evalnb.stages.pipeline import load_config, make_benchmark
+    from evalnb.pipeline.accounting import estimate
+    from evalnb.pipeline.run import load_config, make_benchmark
     config, bench_class = load_config(tmp_path / "p.json")
     bench = make_benchmark(config, bench_class)
     rows = {r["stage"]: r for r in estimate(config, bench, bench.tasks, config.output_dir)}
@@ -84,7 +84,7 @@ def test_estimate_counts_work_already_done(server: FakeLLMServer, tmp_path: Path
     server.responder = deterministic_responder
     run = evalnb.open_run(openai_params(tmp_path, server.url))
     evalnb.generate(run)
-    from evalnb.stages.accounting import estimate
+    from evalnb.pipeline.accounting import estimate
     rows = estimate(run.config, run.benchmark, run.tasks, run.dir)
     g = next(r for r in rows if r["stage"] == "generate")
     assert (g["already_done"], g["to_make"], g["est_input_tokens"]) == (12, 0, 0)

@@ -22,9 +22,9 @@ import pytest
 
 from evalnb import api
 from evalnb.app import apidoc
-from evalnb.core import stats
+from evalnb.stats import intervals as stats
 from evalnb.core.types import Metric
-from evalnb.core.validation import known_statuses, record_problem
+from evalnb.records.validation import known_statuses, record_problem
 from tests.conftest import ROOT
 
 N_BOOT, SEED = 4000, 7
@@ -162,8 +162,8 @@ def test_a_channel_metric_says_what_it_is() -> None:
 
 def test_a_channel_metric_gives_its_form() -> None:
     """Per item, numerator and denominator: their sums' ratio is the metric (by hand here), the
-    form the standard errors and the cluster bootstrap read (evalnb.core.clustered)."""
-    from evalnb.core.clustered import form_of
+    form the standard errors and the cluster bootstrap read (evalnb.stats.clustered)."""
+    from evalnb.stats.clustered import form_of
 
     channels = {"correct": [list(CORRECT)], "attempted": [list(ATTEMPTED)]}
     form = form_of(RATIO.fn, [list(CORRECT)], {}, channels)

@@ -571,8 +571,8 @@ def test_estimate_shows_live_and_batch_cost_side_by_side(tmp_path: Path, capsys:
     assert main(["estimate", str(tmp_path / "p.json"), "--wide"]) == 0
     out = capsys.readouterr().out
     assert "max_total_cost_batch_usd" in out and "50% of the live price" in out
-    from evalnb.stages.accounting import estimate
-    from evalnb.stages.pipeline import load_config, make_benchmark
+    from evalnb.pipeline.accounting import estimate
+    from evalnb.pipeline.run import load_config, make_benchmark
     config, bench_class = load_config(tmp_path / "p.json")
     bench = make_benchmark(config, bench_class)
     rows = {(r["stage"], r["model"]): r for r in estimate(config, bench, bench.tasks, config.output_dir)}

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from evalnb.core.errors import EndpointFailure
-from evalnb.core.records import JsonlStore, read_lines
+from evalnb.records.stores import JsonlStore, read_lines
 from evalnb.execution.batch import WAIT_ENV
 from tests.conftest import deterministic_responder
 from tests.fakebatch import FakeBatches

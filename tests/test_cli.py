@@ -121,8 +121,8 @@ def test_a_subset_is_the_data_files_first_items_or_the_named_ones_in_file_order(
 
 
 def test_limit_and_items_give_the_run_a_name_and_directory_of_its_own(tmp_path: Path) -> None:
-    from evalnb.app.subset import subset_sets
-    from evalnb.stages.pipeline import load_config
+    from evalnb.app.runs.subset import subset_sets
+    from evalnb.pipeline.run import load_config
 
     base = [f"output_dir={tmp_path / 'runs' / 'demo'}"]
     config, _ = load_config(DEMO, subset_sets(DEMO, base, 5, None))
@@ -206,7 +206,7 @@ def test_an_offline_stage_shows_no_rate(tmp_path: Path) -> None:
     assert lines and not any("calls/s" in line or "left ~" in line for line in lines), lines
     # A line in the middle of a stage (one this fast finishes first): a rate only for calls to a model.
     from evalnb.app.live import progress_text
-    from evalnb.core.progress_channel import Snapshot
+    from evalnb.views.progress_channel import Snapshot
 
     halfway = Snapshot("judge", total=30, statuses={"ok": 15}, started=100.0, at=101.0)
     assert "15.00 calls/s, elapsed 00:01, left ~00:01" in progress_text(halfway)
@@ -217,7 +217,8 @@ def test_an_offline_stage_shows_no_rate(tmp_path: Path) -> None:
 # --- evalnb prompt -------------------------------------------------------------------------------
 
 def test_prompt_is_byte_for_byte_what_the_server_receives(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from evalnb.stages.pipeline import generate, judge, open_run
+    from evalnb.pipeline.run import open_run
+    from evalnb.pipeline.stages import generate, judge
 
     with FakeLLMServer() as server:
         server.responder = deterministic_responder
@@ -253,7 +254,7 @@ def test_prompt_is_byte_for_byte_what_the_server_receives(tmp_path: Path, capsys
 # --- compare's folder, lock files ---------------------------------------------------------------
 
 def test_compare_refuses_a_folder_it_did_not_write_and_another_comparison_by_default(tmp_path: Path) -> None:
-    from evalnb.app.compare import check_out
+    from evalnb.app.record.compare import check_out
 
     runs = [tmp_path / "a", tmp_path / "b"]
     check_out(tmp_path / "new", runs, chosen=False)
@@ -275,7 +276,7 @@ def test_compare_refuses_a_folder_it_did_not_write_and_another_comparison_by_def
 
 
 def test_a_released_lock_leaves_no_file(tmp_path: Path) -> None:
-    from evalnb.core import lock
+    from evalnb.records import lock
 
     held = lock.acquire(tmp_path)
     assert (tmp_path / lock.LOCK_NAME).exists()
@@ -295,7 +296,7 @@ def test_status_of_a_folder_that_holds_no_run(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_a_runs_warnings_are_said_once_as_it_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from evalnb.stages.pipeline import open_run
+    from evalnb.pipeline.run import open_run
 
     params = openai_params(tmp_path, "http://127.0.0.1:9")
     del params["model"]["caps"]   # a model the caps table does not list: a warning

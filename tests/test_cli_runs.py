@@ -18,7 +18,7 @@ import pytest
 
 from evalnb.app.main import main
 from evalnb.app.results import compare_results, run_results, run_text
-from evalnb.core.estimates import estimate_text
+from evalnb.views.estimates import estimate_text
 from tests.conftest import ROOT, deterministic_responder
 from tests.fakeserver import FakeLLMServer
 from tests.test_reliability import alive, run_cli, run_with_calls_in_flight, wait_for
@@ -107,8 +107,9 @@ def check_demo_in_the_terminal(outputs: Path, printed: Any, capture: pytest.Capt
 
     # A run of the first two items: its own directory and fingerprint, refused by compare. (The
     # stage functions in this process, as a script runs them: the command's path is tested above.)
-    from evalnb.app.subset import subset_sets
-    from evalnb.stages.pipeline import aggregate, generate, judge, open_run
+    from evalnb.app.runs.subset import subset_sets
+    from evalnb.pipeline.run import open_run
+    from evalnb.pipeline.stages import aggregate, generate, judge
 
     # Beside a copy of the full run, in the scratch folder: the shared demo outputs stay as the demo left them.
     full = scratch / "demo-wildtrace"

@@ -11,8 +11,8 @@ import statsmodels.api as sm
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
-from evalnb.core import clustered, metrics, pairwise, power, stats
-from evalnb.core.ranks import rank_summaries
+from evalnb.stats import clustered, metrics, pairwise, power, intervals as stats
+from evalnb.stats.ranks import rank_summaries
 from evalnb.core.types import Metric
 
 

@@ -12,12 +12,13 @@ import pytest
 from scipy import stats as scipy_stats
 
 import evalnb
-from evalnb.stages.agreement import judge_agreement
+from evalnb.comparison.agreement import judge_agreement
 from evalnb.benchmarks.wildtrace.analysis import rubric_items
 from evalnb.app.main import main
-from evalnb.core import stats
-from evalnb.stages.compare import leaderboard, open_compare
-from evalnb.stages.paired import paired_differences
+from evalnb.stats import intervals as stats
+from evalnb.comparison.compare import open_compare
+from evalnb.comparison.leaderboard import leaderboard
+from evalnb.comparison.paired import paired_differences
 from evalnb.core.errors import ConfigError, FingerprintMismatch
 from tests.conftest import SAMPLE, figure_outputs, offline_params, sample_tasks
 
@@ -64,7 +65,7 @@ def test_refuses_real_runs_with_a_different_prompt(tmp_path: Path, monkeypatch: 
     run = evalnb.open_run(first)
     for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
         stage(run)
-    from evalnb.benchmarks.wildtrace import protocol as wildtrace
+    import evalnb.benchmarks.wildtrace.prompt_text as wildtrace   # where the prompts' texts live
     monkeypatch.setattr(wildtrace, "ANSWER_PROMPT", wildtrace.ANSWER_PROMPT.replace("ONLY", "only"))
     second = evalnb.open_run(offline_params(tmp_path / "b") | {"model": first["model"] | {"name": "lead-3"}})
     for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):

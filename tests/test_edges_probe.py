@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evalnb.stages import probe
-from evalnb.stages.pipeline import load_config
+from evalnb.pipeline import probe
+from evalnb.pipeline.run import load_config
 from evalnb.providers.base import ChatRequest, Completion, ProviderError
 from tests.conftest import SAMPLE, offline_params
 
@@ -71,7 +71,7 @@ def test_recorded_window_is_what_was_sent_and_accepted(tmp_path: Path, monkeypat
 # --- issue 30: a probe on real text ------------------------------------------------------------------
 
 def test_the_probe_documents_are_the_corpus_own_longest_documents() -> None:
-    from evalnb.stages.probe_text import probe_texts
+    from evalnb.pipeline.probe_text import probe_texts
     corpus = SAMPLE / "corpus"
     texts = probe_texts(corpus, longest=2)
     by_length = sorted(corpus.iterdir(), key=lambda p: -len(p.read_text("utf-8")))
@@ -93,7 +93,7 @@ def test_a_cap_probed_on_the_corpus_fits_its_documents(tmp_path: Path, reserve: 
     from the measured characters a token, then checked). The edge is found here by the
     fake's tokenizer, independently of the probe."""
     from evalnb.benchmarks.wildtrace.protocol import MAX_TOKENS, render_answer_prompt
-    from evalnb.stages.probe_text import ProbeText, probe_texts
+    from evalnb.pipeline.probe_text import ProbeText, probe_texts
     from tests.conftest import openai_params
     from tests.fakeserver import FakeLLMServer, Text, word_tokens
 

@@ -22,12 +22,12 @@ import pytest
 
 import evalnb
 from evalnb.core.errors import EndpointFailure
-from evalnb.core.records import JsonlStore, read_lines
+from evalnb.records.stores import JsonlStore, read_lines
 from evalnb.core.run_config import EndpointConfig
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest
 from evalnb.providers.retry import Outcome, RetryPolicy, call_with_retries
-from evalnb.stages.failure_summary import incomplete_line
+from evalnb.evidence.failures import incomplete_line
 from tests.conftest import deterministic_responder, openai_params
 from tests.fakeserver import (ENDPOINT_ERROR_KINDS, Error, FakeLLMServer, RecordedRequest, Refusal, Reply,
                               endpoint_error, gemini_rate_limit)
@@ -269,7 +269,8 @@ def test_a_refused_connection_is_resumable_named_and_not_billed_and_the_ceiling_
 def test_compare_refuses_a_run_whose_items_failed_naming_it_and_its_cause(
         tmp_path: Path, fault_free_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from evalnb.core.errors import ConfigError
-    from evalnb.stages.compare import leaderboard, open_compare
+    from evalnb.comparison.compare import open_compare
+    from evalnb.comparison.leaderboard import leaderboard
 
     with FakeLLMServer() as server:
         # Every answer a bad request (an item-level 400): final, scored 0, the run "complete".
@@ -287,7 +288,7 @@ def test_compare_refuses_a_run_whose_items_failed_naming_it_and_its_cause(
         f"{bad_dir}: 11 of 12 items ended in failure, mostly HTTP 400 from model (openai contestant-x at "
         f"{server.url}/v1), e.g. HTTP 400: Invalid 'messages'")
     assert "\n" not in str(refused.value) and "--max-failed" in str(refused.value)
-    from evalnb.stages.failure_summary import run_did_not_run
+    from evalnb.evidence.failures import run_did_not_run
     assert run_did_not_run(bad_dir) == str(refused.value)   # what a suite leaves off its leaderboard, and says
     assert run_did_not_run(good_dir) is None
 
@@ -306,7 +307,7 @@ def test_compare_refuses_a_run_whose_items_failed_naming_it_and_its_cause(
 
 
 def test_a_run_all_of_whose_items_failed_is_refused_whatever_the_threshold(tmp_path: Path) -> None:
-    from evalnb.stages.failure_summary import did_not_run
+    from evalnb.evidence.failures import did_not_run
 
     assert did_not_run(tmp_path, {"a": "failed_permanent", "b": "failed_permanent"}, max_failed=1.0)
     assert did_not_run(tmp_path, {"a": "failed_permanent", "b": "ok"}, max_failed=0.5) is None

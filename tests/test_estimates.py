@@ -1,6 +1,6 @@
-"""The one estimate format (evalnb.core.estimates), checked against hand-written strings."""
+"""The one estimate format (evalnb.views.estimates), checked against hand-written strings."""
 
-from evalnb.core.estimates import decimals_for, estimate_text
+from evalnb.views.estimates import decimals_for, estimate_text
 
 
 def test_value_and_interval_with_three_decimals_by_default() -> None:

@@ -15,7 +15,8 @@ import pytest
 
 import evalnb
 from evalnb.app.main import main
-from evalnb.stages.evidence import TASKS_PAGE, evidence_html, load_evidence, tasks_view
+from evalnb.evidence.items import TASKS_PAGE, load_evidence
+from evalnb.evidence.items_html import evidence_html, tasks_view
 from evalnb.core.types import Fact, ItemEvidence, Passage, Table
 from tests.conftest import deterministic_responder, judge_total_for, openai_params, sample_tasks
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text
@@ -144,7 +145,7 @@ def test_geoktools_item_evidence_names_each_elements_rule(tmp_path: Path, capsys
     in_every_view(run.dir, item, ['Thinking... [105, 300, "Nile river"]', "1 - relative error", "within 10%"], capsys)
     # The report declares the ROUGE-blind table without naming the benchmark.
     tables = evalnb.open_run(p)
-    from evalnb.stages.report import benchmark_tables
+    from evalnb.pages.report import benchmark_tables
     rendered = benchmark_tables(tables)._repr_html_()
     tables.close()
     assert "北京" in rendered and "reading 23" in rendered
@@ -209,7 +210,7 @@ def test_notebook_tasks_section_lists_every_item_and_shows_the_extremes(tmp_path
     assert "<script" not in page                          # static HTML: survives into the HTML record
     for item in view.items:
         assert f"<td>{html.escape(item.item_id)}</td>" in page
-    from evalnb.stages.evidence import lowest_scoring, most_disagreed
+    from evalnb.evidence.items import lowest_scoring, most_disagreed
     low = lowest_scoring(view.items)
     spread = most_disagreed(view.items, shown=low)
     # Issue 27: the most-disagreed list holds only items that disagree at all, none already shown.

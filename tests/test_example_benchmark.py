@@ -31,7 +31,7 @@ import pytest
 from evalnb.benchmarks import benchmark_for
 from evalnb.benchmarks.wildtrace import WildTrace
 from evalnb.core.errors import ConfigError
-from evalnb.stages.pipeline import load_config
+from evalnb.pipeline.run import load_config
 from tests.conftest import ROOT
 from tests.test_tasks_page import browser, open_page, visible_ids  # noqa: F401  (browser: a fixture)
 

@@ -11,8 +11,8 @@ import nbformat
 import pytest
 from papermill.exceptions import PapermillExecutionError
 
-from evalnb.app.notebooks import execute_alone, failure_cause
-from evalnb.core.tracebacks import innermost_cause
+from evalnb.app.runs.notebooks import execute_alone, failure_cause
+from evalnb.records.tracebacks import innermost_cause
 
 
 def raised(error: BaseException) -> BaseException:

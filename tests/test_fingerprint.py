@@ -18,9 +18,9 @@ import pytest
 
 from evalnb.app.main import main
 from evalnb.core.errors import FingerprintMismatch
-from evalnb.core.fingerprint import SHARED_KEYS, fingerprint
-from evalnb.stages import pipeline
-from evalnb.stages.recompute import check_fingerprint, open_recorded
+from evalnb.records.fingerprint import SHARED_KEYS, fingerprint
+from evalnb.pipeline import run as opening, stages as pipeline
+from evalnb.pipeline.recompute import check_fingerprint, open_recorded
 from tests.conftest import ROOT, openai_params
 
 URL = "http://127.0.0.1:9"
@@ -44,8 +44,8 @@ def params(benchmark: str, tmp_path: Path) -> dict[str, Any]:
             "rating_date": "2026-11-30", "judges": judge, "retry": retry}
 
 
-def open_run(p: dict[str, Any]) -> pipeline.Run:
-    return pipeline.open_run(p, prefetch_sdks=False)
+def open_run(p: dict[str, Any]) -> opening.Run:
+    return opening.open_run(p, prefetch_sdks=False)
 
 
 def edited_tasks(p: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
@@ -136,7 +136,7 @@ def test_the_command_refuses_naming_the_panel_once_and_an_unchanged_run_resumes(
 
 # --- a run recorded before: the duplicates ---------------------------------------------------------
 
-def as_main_wrote(run: pipeline.Run) -> dict[str, Any]:
+def as_main_wrote(run: opening.Run) -> dict[str, Any]:
     """The fingerprint evalnb wrote for this run before each thing had one place (main at
     2e5443e; checked equal, hash and all, to what that code writes for these parameters): the
     shared part, and beside it the benchmarks' own ``retry`` and ``tasks`` (the same values);
@@ -159,7 +159,7 @@ def as_main_wrote(run: pipeline.Run) -> dict[str, Any]:
     return fingerprint(values | extra)
 
 
-def recorded_by_main(p: dict[str, Any]) -> tuple[pipeline.Run, dict[str, Any]]:
+def recorded_by_main(p: dict[str, Any]) -> tuple[opening.Run, dict[str, Any]]:
     """A run directory whose fingerprint.json is the one main wrote."""
     run = open_run(p)
     old = json.loads(json.dumps(as_main_wrote(run)))
@@ -194,8 +194,8 @@ def test_a_run_recorded_by_main_resumes_as_it_was_written(benchmark: str, strip:
 def test_a_run_recorded_by_main_compares_with_a_new_one(tmp_path: Path) -> None:
     """compare reads both the same way: the shared part key by key, the duplicates read past."""
     from evalnb.benchmarks.wildtrace.protocol import WildTraceProtocol
-    from evalnb.core.fingerprint import comparable_parts
-    from evalnb.stages.compare import RunRecord, check_comparable
+    from evalnb.records.fingerprint import comparable_parts
+    from evalnb.comparison.compare import RunRecord, check_comparable
 
     parts = (*comparable_parts(WildTraceProtocol.COMPARABLE_PARTS), "subset")
     _, old = recorded_by_main(openai_params(tmp_path / "a", URL))

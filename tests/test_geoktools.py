@@ -202,7 +202,8 @@ def test_without_predictions_the_model_answers_each_query(server: FakeLLMServer,
 
 
 def test_compare_leaderboard_by_k_with_intervals(tmp_path: Path) -> None:
-    from evalnb.stages.compare import leaderboard, open_compare
+    from evalnb.comparison.compare import open_compare
+    from evalnb.comparison.leaderboard import leaderboard
     first = params(tmp_path / "a")
     run_all(first)
     (tmp_path / "b").mkdir()

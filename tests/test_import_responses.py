@@ -11,7 +11,7 @@ import pytest
 
 import evalnb
 from evalnb.core.errors import DataError, FingerprintMismatch
-from evalnb.core.records import JsonlStore
+from evalnb.records.stores import JsonlStore
 from tests.conftest import deterministic_responder, judge_total_for, offline_params, openai_params, sample_tasks
 from tests.fakeserver import FakeLLMServer
 

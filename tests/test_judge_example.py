@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from evalnb.core.errors import FingerprintMismatch
-from evalnb.stages import pipeline
+from evalnb.pipeline import run as opening, stages as pipeline
 from tests.conftest import FAST_RETRY, ROOT
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text
 from tests.test_example_benchmark import dist_info
@@ -160,7 +160,7 @@ def test_a_record_without_status_fails_its_call_and_is_never_stored(tmp_path: Pa
     (on_path / "bad_plugin.py").write_text(BAD_PLUGIN)
     with FakeLLMServer() as server:
         server.responder = Responder(unparsable=False)
-        run = pipeline.open_run(params(tmp_path, server.url, "sure", "bad_plugin:DropsStatus"))
+        run = opening.open_run(params(tmp_path, server.url, "sure", "bad_plugin:DropsStatus"))
         pipeline.generate(run)
         pipeline.judge(run)   # the stage completes: every other call is graded
     lines = [json.loads(line) for line in (run.dir / "judge.jsonl").read_text().splitlines()]
@@ -184,7 +184,7 @@ def test_lines_an_older_version_wrote_are_reported_not_crashed_on(tmp_path: Path
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     with FakeLLMServer() as server:
         server.responder = Responder()
-        run = pipeline.open_run(params(tmp_path, server.url, "shy"))
+        run = opening.open_run(params(tmp_path, server.url, "shy"))
         pipeline.generate(run)
         old = {"key": "q1::judge1", "endpoint": "judge1", "text": "CORRECT", "grade": "correct"}   # no status
         (run.dir / "judge.jsonl").write_text(json.dumps(old) + "\n")
@@ -204,7 +204,7 @@ def test_a_plugin_omitting_the_panel_still_refuses_a_resume_with_a_changed_panel
                                                                                 on_path: Path) -> None:
     (on_path / "bad_plugin.py").write_text(BAD_PLUGIN)
     first = params(tmp_path, "http://127.0.0.1:9", "sure", "bad_plugin:NoSharedParts")
-    run = pipeline.open_run(first, prefetch_sdks=False)
+    run = opening.open_run(first, prefetch_sdks=False)
     shared = run.fingerprint["parts"]["shared"]["value"]   # the plug-in's own "shared" is replaced
     assert sorted(run.fingerprint["parts"]) == ["grading", "shared"]   # and its "tasks" left out: shared's
     assert shared["judge_panel"] == [{"role": "judge1", "provider": "openai", "name": "grader-1", "settings": {
@@ -215,10 +215,10 @@ def test_a_plugin_omitting_the_panel_still_refuses_a_resume_with_a_changed_panel
     changed["judges"][0]["name"] = "grader-2"
     with pytest.raises(FingerprintMismatch, match=r'(?s)refusing to resume.*:\n  judge_panel\[judge1\]\.name: '
                                                   r'"grader-1" -> "grader-2"\nScores'):
-        pipeline.open_run(changed, prefetch_sdks=False)
+        opening.open_run(changed, prefetch_sdks=False)
     with pytest.raises(FingerprintMismatch, match=r"(?s)refusing to resume.*:\n  retry\.max_retries: 5 -> 1\nScores"):
-        pipeline.open_run(first | {"retry": FAST_RETRY | {"max_retries": 1}}, prefetch_sdks=False)
-    pipeline.open_run(first, prefetch_sdks=False)   # unchanged: resumes
+        opening.open_run(first | {"retry": FAST_RETRY | {"max_retries": 1}}, prefetch_sdks=False)
+    opening.open_run(first, prefetch_sdks=False)   # unchanged: resumes
 
 
 # --- end to end: an entry point, a kill and a resume, compare, verify, pack -----------------------------
@@ -272,7 +272,7 @@ def test_the_example_end_to_end_by_entry_point(tmp_path: Path, on_path: Path, mo
         asked = len(killed) + 8 - len(graded_ok)   # before the kill, then every call not graded ok
         assert asked <= server.count(model="grader-1") <= asked + 2   # + those in flight at the kill (concurrency 2)
 
-        shy = pipeline.open_run(params(tmp_path / "outputs", server.url, "shy", "judge_qa"))
+        shy = opening.open_run(params(tmp_path / "outputs", server.url, "shy", "judge_qa"))
         for stage in (pipeline.generate, pipeline.judge, pipeline.aggregate):
             stage(shy)
     for model, run in runs.items():

@@ -14,10 +14,11 @@ import pytest
 from scipy import stats as scipy_stats
 
 from evalnb.core.errors import ConfigError, FingerprintMismatch
-from evalnb.stages.compare import leaderboard, open_compare
-from evalnb.stages.judge_bias import length_bias, self_preference
-from evalnb.stages.judge_panel import leave_one_judge_out, panel_reliability
-from evalnb.stages.panel_change import panel_change
+from evalnb.comparison.compare import open_compare
+from evalnb.comparison.leaderboard import leaderboard
+from evalnb.judges.bias import length_bias, self_preference
+from evalnb.judges.panel import leave_one_judge_out, panel_reliability
+from evalnb.judges.panel_change import panel_change
 from tests.conftest import SAMPLE
 
 PARTS = ("prompts", "caps_table", "judge_panel", "aggregation", "retry", "tasks")

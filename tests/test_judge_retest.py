@@ -16,9 +16,10 @@ import pytest
 
 import evalnb
 from evalnb.core.errors import ConfigError
-from evalnb.stages.accounting import estimate
-from evalnb.stages.judge_study import judge_retest, judge_retest_table
-from evalnb.stages.pipeline import load_config, make_benchmark
+from evalnb.pipeline.accounting import estimate
+from evalnb.pipeline.retest_study import judge_retest, judge_retest_table
+from tests.test_statistics_tables import check_estimates
+from evalnb.pipeline.run import load_config, make_benchmark
 from tests.conftest import openai_params
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text
 
@@ -84,6 +85,7 @@ def test_retest_recovers_the_judges_noise_and_leaves_the_protocol_alone(server: 
         assert 0 < judge["noise_share"]["value"] < 0.2   # qualities spread over [0.25, 0.75]: noise is small
     table = judge_retest_table(run)
     assert table is not None and "panel (item score)" in table.index
+    check_estimates(table, ["retest_sd", "noise_share"])   # as the report shows it: one cell per estimate
     # the study's spend is the run's: its own row in the usage
     assert scores["usage"]["judge_retest"]["judge-1"]["calls"] == answered * 6
 
@@ -166,8 +168,8 @@ def test_the_resolved_parameters_keep_the_study_and_the_families(tmp_path: Path)
 def test_a_rerun_resumes_a_retest_call_that_failed(server: FakeLLMServer, tmp_path: Path) -> None:
     """A retest call left failed (transient) is work for the judge stage, and the aggregate's
     record of the stores covers the study's: a rerun with the same settings is not skipped."""
-    from evalnb.stages.pipeline import stage_records
-    from evalnb.stages.rerun import has_work
+    from evalnb.pipeline.stages import stage_records
+    from evalnb.pipeline.rerun import has_work
     server.responder = NoisyJudges()
     run = evalnb.open_run(openai_params(tmp_path, server.url, judge_retest={"sample": 2, "repeats": 1}))
     evalnb.generate(run)

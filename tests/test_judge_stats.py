@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from evalnb.core import judge_bias, reliability
+from evalnb.stats import judge_bias, reliability
 
 
 def panel(seed: int, items: int = 40, judges: int = 3, missing: float = 0.1) -> np.ndarray:
@@ -178,7 +178,7 @@ def test_a_runs_judge_statistics_in_scores_json_and_the_report(tmp_path: Path) -
     import json
 
     import evalnb
-    from evalnb.stages.judge_study import run_length_bias, run_reliability
+    from evalnb.pipeline.retest_study import run_length_bias, run_reliability
     from tests.conftest import offline_params
 
     run = evalnb.open_run(offline_params(tmp_path))

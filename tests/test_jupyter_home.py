@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from evalnb.app.main import main
-from evalnb.app.notebooks import notebook_for
+from evalnb.app.runs.notebooks import notebook_for
 from evalnb.core.types import STAGES
 from tests.conftest import ROOT, embedded_pngs, is_figure
 
@@ -58,7 +58,8 @@ def test_init_notebooks_run_as_they_are(tmp_path: Path, monkeypatch: pytest.Monk
     and a non-inline backend inherited from the environment."""
     import papermill
 
-    from evalnb.stages.pipeline import aggregate, generate, judge, open_run
+    from evalnb.pipeline.run import open_run
+    from evalnb.pipeline.stages import aggregate, generate, judge
 
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.chdir(tmp_path)

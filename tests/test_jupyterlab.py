@@ -32,9 +32,9 @@ from typing import Any
 import pytest
 
 from evalnb.app.main import main
-from evalnb.app.notebooks import notebook_for
+from evalnb.app.runs.notebooks import notebook_for
 from evalnb.core.types import STAGES
-from evalnb.stages.pipeline import OFFLINE_LABEL
+from evalnb.pipeline.run import OFFLINE_LABEL
 from tests.conftest import ROOT
 from tests.browser import requests_made, start_chromium
 from tests.labdriver import Lab, LabPage

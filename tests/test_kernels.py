@@ -15,9 +15,9 @@ from typing import Any
 import nbformat
 import pytest
 
-from evalnb.app.notebooks import notebook_for
+from evalnb.app.runs.notebooks import notebook_for
 from evalnb.core.types import STAGES
-from evalnb.app.kernels import also_import, fresh_namespace, start_run_kernel, stop_kernel
+from evalnb.app.runs.kernels import also_import, fresh_namespace, start_run_kernel, stop_kernel
 from tests.conftest import offline_params
 
 EVALNB = Path(sys.executable).with_name("evalnb")
@@ -61,11 +61,11 @@ def test_a_reset_kernel_is_a_new_kernel_with_its_imports_kept(tmp_path: Path) ->
         # No stage has had a reply, so the report's background import has not begun: nothing
         # imports behind a stage's back (two threads importing at once can leave a package
         # half-initialised).
-        waiting = execute(kernel, "import sys, threading; ('evalnb.core.figures' in sys.modules, "
+        waiting = execute(kernel, "import sys, threading; ('evalnb.views.figures' in sys.modules, "
                                   "'evalnb-warm-up' in [t.name for t in threading.enumerate()])")
         assert ast.literal_eval(waiting["result"]) == (False, True)
         assert execute(kernel, "marker = 41; marker + 1")["result"] == "42"
-        again = execute(kernel, "import os, sys; (os.getcwd(), 'evalnb.stages.pipeline' in sys.modules, "
+        again = execute(kernel, "import os, sys; (os.getcwd(), 'evalnb.pipeline.stages' in sys.modules, "
                                 "'pandas' in sys.modules, 'evalnb.providers.offline' in sys.modules)")
         assert again["execution_count"] == 3
         assert ast.literal_eval(again["result"]) == (str(first), True, True, True)
@@ -73,7 +73,7 @@ def test_a_reset_kernel_is_a_new_kernel_with_its_imports_kept(tmp_path: Path) ->
         # A stage's first reply starts it; the next reset returns only once it is over.
         execute(kernel, "__import__('evalnb.core.events').core.events.FIRST_REPLY.set()")
         fresh_namespace(kernel, second)
-        done = execute(kernel, "('evalnb.core.figures' in __import__('sys').modules, "
+        done = execute(kernel, "('evalnb.views.figures' in __import__('sys').modules, "
                                "'evalnb-warm-up' in [t.name for t in __import__('threading').enumerate()])")
         assert ast.literal_eval(done["result"]) == (True, False)
         fresh_namespace(kernel, second)
@@ -82,8 +82,8 @@ def test_a_reset_kernel_is_a_new_kernel_with_its_imports_kept(tmp_path: Path) ->
         assert after["execution_count"] == 1
         assert ast.literal_eval(after["result"]) == (False, 0, str(second))
         # What was imported stays imported: a stage does not pay for it again.
-        assert execute(kernel, "'evalnb.stages.pipeline' in sys.modules")["status"] == "error"   # no name sys
-        assert execute(kernel, "'evalnb.stages.pipeline' in __import__('sys').modules")["result"] == "True"
+        assert execute(kernel, "'evalnb.pipeline.stages' in sys.modules")["status"] == "error"   # no name sys
+        assert execute(kernel, "'evalnb.pipeline.stages' in __import__('sys').modules")["result"] == "True"
         # Reached through Unix sockets in a directory only this user may enter, not TCP.
         assert kernel.manager.get_connection_info()["transport"] == "ipc"
         assert stat.S_IMODE(kernel.sockets.stat().st_mode) == 0o700

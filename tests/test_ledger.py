@@ -40,7 +40,8 @@ def sized_tasks(root: Path, n: int, chars: int, tag: str) -> tuple[Path, Path]:
 
 GENERATE = textwrap.dedent("""
     import json, sys
-    from evalnb.stages.pipeline import generate, open_run
+    from evalnb.pipeline.run import open_run
+    from evalnb.pipeline.stages import generate
     run = open_run(json.loads(open(sys.argv[1]).read()))
     generate(run)
     run.close()

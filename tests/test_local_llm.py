@@ -102,8 +102,8 @@ def test_the_probe_finds_a_cap_that_the_corpus_documents_fit(tmp_path: Path) -> 
     from evalnb.providers.base import ChatRequest
     from evalnb.providers.retry import RetryPolicy, call_with_retries
     from evalnb.execution.runner import run_blocking
-    from evalnb.stages.probe import PROBE_QUESTION, probe_window
-    from evalnb.stages.probe_text import probe_texts
+    from evalnb.pipeline.probe import PROBE_QUESTION, probe_window
+    from evalnb.pipeline.probe_text import probe_texts
     import random
 
     config = evalnb.open_run(params(tmp_path, "probe", stream=False)).config

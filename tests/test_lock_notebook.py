@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from evalnb.core.records import JsonlStore, current_umask
-from evalnb.stages.stage_outcome import outcome_line
+from evalnb.records.stores import JsonlStore, current_umask
+from evalnb.pipeline.stage_outcome import outcome_line
 from tests.conftest import deterministic_responder, offline_params, openai_params
 from tests.fakeserver import FakeLLMServer
 from tests.test_reliability import wait_for
@@ -155,7 +155,7 @@ MODES_SCRIPT = """
 import os, sys
 os.umask(int(sys.argv[1], 8))
 import evalnb
-from evalnb.core.records import current_umask
+from evalnb.records.stores import current_umask
 assert current_umask() == int(sys.argv[1], 8) and current_umask() == int(sys.argv[1], 8)
 run = evalnb.open_run({params!r})
 for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate, evalnb.score_histogram, evalnb.benchmark_figure):
@@ -202,7 +202,8 @@ def test_a_killed_holder_frees_the_run_at_once(tmp_path: Path) -> None:
     import signal
 
     from evalnb.core.errors import EvalnbError
-    from evalnb.stages.pipeline import generate, open_run
+    from evalnb.pipeline.run import open_run
+    from evalnb.pipeline.stages import generate
 
     params = offline_params(tmp_path)
     script = tmp_path / "hold.py"

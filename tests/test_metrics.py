@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import evalnb
-from evalnb.stages.compare import leaderboard, open_compare, repeats_table
+from evalnb.comparison.compare import open_compare
+from evalnb.comparison.leaderboard import leaderboard, repeats_table
 from tests.conftest import offline_params
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text
 from tests.test_geoexpertqueries import DATA as GEQ
@@ -151,7 +152,7 @@ def test_wildtrace_scored_and_all_intervals(tmp_path: Path) -> None:
     assert (scores["metrics"]["scored"]["n"], scores["metrics"]["all_tasks"]["n"]) == (scored_items, len(rows))
     assert scores["metrics"]["coverage"]["n"] == len(rows) and scored_items < len(rows)
     headline = evalnb.open_run(params)
-    from evalnb.stages.report import headline as headline_table
+    from evalnb.pages.report import headline as headline_table
     table = headline_table(headline)
     headline.close()
     assert list(table.index[:2]) == ["all_tasks", "scored"] and table.loc["scored", "ci_low"] == ci_of(scores, "scored")[0]

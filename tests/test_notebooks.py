@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from tests.test_cli_runs import check_demo_in_the_terminal
-from evalnb.app.notebooks import COMPARE_NOTEBOOK, notebook_for
+from evalnb.app.runs.notebooks import COMPARE_NOTEBOOK, notebook_for
 from evalnb.core.types import STAGES
 from tests.conftest import ROOT, DemoOutputs, embedded_pngs, figure_outputs, shown_size
 
@@ -141,7 +141,7 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
     assert len(generates) == len(own)   # three benchmarks, three descriptions
     assert "Golden strings ROUGE-L cannot see" in (tmp_path / "demo-geoktools" / "04_report.html").read_text()
     # The lowest-scoring task's evidence in the record is its own: the question and each judge's reply.
-    from evalnb.stages.evidence import load_evidence, lowest_scoring
+    from evalnb.evidence.items import load_evidence, lowest_scoring
     _, items = load_evidence(tmp_path / "demo-wildtrace")
     lowest = lowest_scoring(items)[0]
     record = (tmp_path / "demo-wildtrace" / "04_report.html").read_text()

@@ -10,12 +10,13 @@ from collections import deque
 from pathlib import Path
 import pytest
 
-from evalnb.stages.accounting import estimate_tokens, minimum_run_minutes, quota_minutes
+from evalnb.pipeline.accounting import estimate_tokens, minimum_run_minutes, quota_minutes
 from evalnb.app.main import main
 from evalnb.providers.pacing import Pacer, Quota, RateLimit, minimum_seconds, quota_from_headers
-from evalnb.stages.pipeline import generate, open_run
+from evalnb.pipeline.run import open_run
+from evalnb.pipeline.stages import generate
 from evalnb.providers.base import ChatRequest, Completion, Usage
-from evalnb.core.records import JsonlStore
+from evalnb.records.stores import JsonlStore
 from tests.conftest import deterministic_responder, openai_params
 from tests.fakeserver import Error, FakeLLMServer, RecordedRequest, Reply
 

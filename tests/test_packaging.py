@@ -54,7 +54,7 @@ def _python(code: str, **env: str) -> str:
 
 def test_import_evalnb_loads_no_plotting_pandas_or_notebook_machinery() -> None:
     code = (f"import sys, evalnb; print([m for m in {HEAVY!r} if m in sys.modules])\n"
-            "import evalnb.core.stats; print([m for m in ('pandas', 'matplotlib', 'IPython') if m in sys.modules])")
+            "import evalnb.stats.intervals; print([m for m in ('pandas', 'matplotlib', 'IPython') if m in sys.modules])")
     assert _python(code).split("\n")[:2] == ["[]", "[]"]
 
 
@@ -98,7 +98,7 @@ policy = asyncio.get_event_loop_policy()
 import evalnb
 for info in pkgutil.walk_packages(evalnb.__path__, "evalnb."):
     importlib.import_module(info.name)
-from evalnb.core.figures import new_figure, save_figure
+from evalnb.views.figures import new_figure, save_figure
 fig = new_figure((2, 2)); fig.subplots().plot([0, 1])
 save_figure(fig, pathlib.Path(tempfile.mkdtemp()), "x")
 print(json.dumps([calls, matplotlib.rcParams._get_backend_or_none(), asyncio.get_event_loop_policy() is policy,
@@ -123,7 +123,7 @@ def test_figures_save_headless_whatever_mplbackend(tmp_path: Path) -> None:
     """An interactive backend named in the environment (not even installed here) is never used."""
     code = f"""
 from pathlib import Path
-from evalnb.core.figures import new_figure, save_figure
+from evalnb.views.figures import new_figure, save_figure
 fig = new_figure((3, 2)); fig.subplots().bar(["a", "b"], [1, 2])
 save_figure(fig, Path({str(tmp_path)!r}), "bars")
 png, size = fig._repr_png_()   # the image and its display size
@@ -149,7 +149,7 @@ def test_template_holds_every_notebook_and_parameters_file(tmp_path: Path) -> No
 
 
 def test_template_demo_parameters_reach_their_samples(tmp_path: Path) -> None:
-    from evalnb.stages.pipeline import load_config
+    from evalnb.pipeline.run import load_config
 
     project.write_template(ROOT, tmp_path)
     for params in sorted((tmp_path / "params").glob("demo_*.yaml")):
@@ -163,7 +163,7 @@ def test_template_demo_parameters_reach_their_samples(tmp_path: Path) -> None:
 
 
 def test_project_dir_is_the_checkout_in_an_editable_install() -> None:
-    from evalnb.app.notebooks import COMPARE_NOTEBOOK, PROJECT
+    from evalnb.app.runs.notebooks import COMPARE_NOTEBOOK, PROJECT
     assert project.project_dir() == PROJECT == ROOT
     assert COMPARE_NOTEBOOK == ROOT / "notebooks" / "05_compare.ipynb"
 

@@ -22,9 +22,10 @@ import pytest
 from scipy import stats as scipy_stats
 
 from evalnb.api import BaseBenchmark, ItemResults, Metric, mean, ratio
-from evalnb.stages.compare import leaderboard, open_compare
-from evalnb.stages.judge_panel import leave_one_judge_out, without_judge
-from evalnb.stages.panel_change import panel_change
+from evalnb.comparison.compare import open_compare
+from evalnb.comparison.leaderboard import leaderboard
+from evalnb.judges.panel import leave_one_judge_out, without_judge
+from evalnb.judges.panel_change import panel_change
 
 MODULE = "tests.test_panel_channels"
 JUDGES = ("judge1 m1", "judge2 m2", "judge3 m3")
@@ -253,7 +254,7 @@ def test_panel_change_values_and_cluster_bootstrap_against_numpy(tmp_path: Path,
     assert (f"a cluster bootstrap over {13 if clustered else len(docs)} {'documents' if clustered else 'questions'} "
             "within 2 strata") in said
     # Every table heads its count with one rule: the pairwise verdicts' bootstrap names what it drew as this one does.
-    from evalnb.stages.compare import joint
+    from evalnb.comparison.leaderboard import joint
     assert joint(cmp).cluster_noun == ("document" if clustered else "question")
 
 
@@ -292,7 +293,7 @@ def test_panel_change_with_a_metric_function_of_ones_own(tmp_path: Path, capsys:
 def test_metric_value_passes_the_channels_a_metric_declares() -> None:
     """The one function every view calls: the metric's function with the strata and, by keyword,
     its declared channels (a missing one named); the same number the leaderboard's interval has."""
-    from evalnb.core import stats
+    from evalnb.stats import intervals as stats
 
     rng = np.random.default_rng(5)
     credit, weight = rng.uniform(0, 3, size=(2, 17)), rng.integers(1, 4, size=(2, 17)).astype(float)

@@ -12,7 +12,7 @@ import pytest
 import evalnb
 from evalnb.app.main import main
 from evalnb.core.errors import FingerprintMismatch
-from evalnb.core.records import JsonlStore
+from evalnb.records.stores import JsonlStore
 from tests.conftest import deterministic_responder, judge_total_for, openai_params, sample_tasks
 from tests.fakeserver import Error, FakeLLMServer, RecordedRequest, Refusal, Text
 from tests.test_openai_provider import by_task
@@ -161,7 +161,7 @@ def test_a_refusal_names_at_most_a_few_changes(tmp_path: Path) -> None:
 def test_changed_prompt_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     params = openai_params(tmp_path, "http://127.0.0.1:9")
     evalnb.open_run(params)
-    from evalnb.benchmarks.wildtrace import protocol as wildtrace
+    import evalnb.benchmarks.wildtrace.prompt_text as wildtrace   # where the prompts' texts live
     monkeypatch.setattr(wildtrace, "JUDGE_PROMPT", wildtrace.JUDGE_PROMPT + " ")
     with pytest.raises(FingerprintMismatch, match=r"\n  prompts.wildtrace_judge: the prompt text changed "
                                                   r"\(sha256 [0-9a-f]{12} -> [0-9a-f]{12}\)\n"):

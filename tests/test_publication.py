@@ -119,7 +119,7 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
                       "tab:evalnb-judge_agreement"]
     assert "Sensitivity view, not a verdict" in blocks[2] and "resampling whole documents" in blocks[2]
     # the pairwise verdicts (issue 28): each pair's difference and interval as compare.json holds them, its verdict
-    from evalnb.core.estimates import estimate_text
+    from evalnb.views.estimates import estimate_text
     for pair in json.loads((compare / "compare.json").read_text())["tables"]["pairwise"]:
         assert estimate_text(pair["delta"], pair["ci_low"], pair["ci_high"]) in blocks[1]
         assert pair["verdict"].replace("_", "\\_") in blocks[1] and "Holm" in blocks[1]
@@ -217,7 +217,7 @@ def test_the_paper_render_leaks_nothing_of_the_machine(demo_outputs: DemoOutputs
 
 
 def test_labels_plurals_and_parameters_from_the_benchmark(demo_outputs: DemoOutputs) -> None:
-    from evalnb.core.words import plural
+    from evalnb.views.words import plural
 
     assert [plural(w) for w in ("query", "case", "task", "match", "day")] == \
         ["queries", "cases", "tasks", "matches", "days"]
@@ -267,8 +267,8 @@ def test_a_report_leaves_the_users_rcparams_alone(demo_outputs: DemoOutputs, tmp
 
 def test_an_estimates_n_is_the_items_it_reads() -> None:
     """Checked against counts made by hand, for the metric kinds the benchmarks declare."""
-    from evalnb.core import metrics
-    from evalnb.core.metric_n import items_read
+    from evalnb.stats import metrics
+    from evalnb.stats.metric_n import items_read
     from evalnb.core.types import Metric
 
     values = np.array([[0.5, np.nan, 1.0, 0.0, np.nan, 0.25]])
@@ -284,7 +284,7 @@ def test_an_estimates_n_is_the_items_it_reads() -> None:
 
 
 def test_one_table_style_on_a_small_frame() -> None:
-    from evalnb.core.tables import Estimate, Layout, paper_view, readable, view_markdown
+    from evalnb.views.tables import Estimate, Layout, paper_view, readable, view_markdown
 
     frame = pd.DataFrame({"model_a": ["x"], "model_b": ["y"], "n_common": [11], "mean_diff": [0.60189],
                           "ci_low": [0.36812], "ci_high": [0.82901], "flag": [True]})
@@ -311,7 +311,7 @@ def test_a_file_fed_contestant_is_named_by_its_name_or_its_file() -> None:
 
 
 def test_paths_in_a_paper_copy_are_relative_to_the_record(tmp_path: Path) -> None:
-    from evalnb.stages.paper import relative_paths
+    from evalnb.pages.paper import relative_paths
 
     record, run = tmp_path / "outputs" / "cmp", tmp_path / "outputs" / "run-a"
     image = "data:image/png;base64,iVBORw0KGgo+/tmp/abc/def=="   # base64 text is not a path

@@ -7,9 +7,10 @@ import struct
 
 import pandas as pd
 
-from evalnb.stages.evidence import evidence_html, evidence_text
-from evalnb.core.figures import new_figure
-from evalnb.core.tables import readable
+from evalnb.evidence.items import evidence_text
+from evalnb.evidence.items_html import evidence_html
+from evalnb.views.figures import new_figure
+from evalnb.views.tables import readable
 from evalnb.core.types import Fact, ItemEvidence, Passage
 
 LONG = "All: mean over every task in the data file (not answered ok = 0), with its seeded interval"

@@ -12,7 +12,8 @@ import pytest
 
 import evalnb
 from evalnb.core.errors import ConfigError, FingerprintMismatch
-from evalnb.stages.evidence import evidence_html, evidence_text, load_evidence, tasks_view
+from evalnb.evidence.items import evidence_text, load_evidence
+from evalnb.evidence.items_html import evidence_html, tasks_view
 from evalnb.core.reasoning import REASONING_KEPT
 from tests.conftest import deterministic_responder
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Text

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from evalnb.app.main import main
-from evalnb.stages.pipeline import aggregate, generate, judge, open_run
-from evalnb.core.records import JsonlStore, write_json
+from evalnb.pipeline.run import open_run
+from evalnb.pipeline.stages import aggregate, generate, judge
+from evalnb.records.stores import JsonlStore, write_json
 from tests.conftest import SAMPLE, deterministic_responder, offline_params, openai_params
 from tests.fakeserver import CutOff, Error, FakeLLMServer, Hang, Html, NotJson, Reset, Text, WrongShape
 
@@ -241,7 +242,7 @@ def test_a_stage_notebook_run_by_hand_is_refused_while_evalnb_runs(tmp_path: Pat
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    from evalnb.app.notebooks import notebook_for
+    from evalnb.app.runs.notebooks import notebook_for
 
     with FakeLLMServer(latency=0.5) as server:
         server.responder = deterministic_responder

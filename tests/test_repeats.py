@@ -14,13 +14,13 @@ import pytest
 
 import evalnb
 from evalnb.app.main import main
-from evalnb.core import metrics, stats
+from evalnb.stats import metrics, intervals as stats
 from evalnb.core.errors import ConfigError, DataError, FingerprintMismatch
-from evalnb.core.records import JsonlStore
+from evalnb.records.stores import JsonlStore
 from evalnb.core.types import Metric
-from evalnb.stages.accounting import estimate
-from evalnb.stages.evidence import show
-from evalnb.stages.statistics import uncertainty_rows
+from evalnb.pipeline.accounting import estimate
+from evalnb.evidence.items_html import show
+from evalnb.pages.statistics import uncertainty_rows
 from tests.conftest import deterministic_responder, offline_params, openai_params, sample_tasks
 from tests.fakeserver import FakeLLMServer, RecordedRequest, Refusal, Text
 
@@ -270,7 +270,7 @@ def test_item_mean_is_the_mean_of_item_means_and_the_cell_mean_at_one_repeat() -
     per_item = [np.mean(col[~np.isnan(col)]) for col in values.T if (~np.isnan(col)).any()]
     expected = np.mean(per_item)
     assert float(fn(values, {})) == pytest.approx(float(expected))
-    from evalnb.core.clustered import form_of
+    from evalnb.stats.clustered import form_of
     form = form_of(form_metric.fn, values, {})
     assert form is not None and form.value() == pytest.approx(float(expected))
     one = values[:1]

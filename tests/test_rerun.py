@@ -17,11 +17,11 @@ import yaml
 
 import evalnb
 from evalnb.app.main import main
-from evalnb.core.call_times import call_times
-from evalnb.core.manifest import stage_entry
-from evalnb.core.records import write_json
-from evalnb.stages.render import provenance
-from evalnb.stages.rerun import Plan, plan
+from evalnb.records.call_times import call_times
+from evalnb.records.manifest import stage_entry
+from evalnb.records.stores import write_json
+from evalnb.pages.render import provenance
+from evalnb.pipeline.rerun import Plan, plan
 from tests.conftest import offline_params
 
 STAGE_FILES = ("01_generate", "02_judge", "03_aggregate", "04_report")

@@ -14,8 +14,8 @@ from scipy import stats as scipy_stats
 
 import evalnb
 from evalnb.app.main import main
-from evalnb.core import stats
-from evalnb.stages import statistics
+from evalnb.stats import intervals as stats
+from evalnb.pages import statistics
 from tests.conftest import offline_params, sample_tasks
 from tests.test_compare import constructed_run
 from tests.test_metrics import run_all
@@ -165,3 +165,28 @@ def test_plan_with_repeats_decomposes_the_variance(tmp_path: Path) -> None:
     for k in (1, 2, 4, 8):
         assert row[f"items_needed_K={k}"] == int(np.ceil(z ** 2 * (omega2 + (sigma_a + sigma_b) / k) / 0.03 ** 2))
     assert row["items_needed_K=8"] <= row["items_needed_K=1"]
+
+
+def test_the_pairwise_table_is_laid_out_once_for_notebook_export_and_terminal(tmp_path: Path) -> None:
+    from evalnb.app.results import compare_results, compare_text
+    from evalnb.pages.exports import paper_tables
+    from evalnb.views.estimates import estimate_text
+    from evalnb.views.tables import view_text
+
+    runs = documented_runs(tmp_path, {"strong": 0.3, "middle": 0.0})
+    cmp = evalnb.open_compare(runs, tmp_path / "cmp", n_boot=500, seed=2)
+    notebook = repr(evalnb.pairwise(cmp))
+    evalnb.save_compare(cmp)
+    exported = next(t for t in paper_tables(tmp_path / "cmp") if t.name == "pairwise")
+    assert view_text(exported.view()) == notebook
+    terminal = compare_text(compare_results(tmp_path / "cmp")).splitlines()
+    assert [line.strip() for line in terminal if line.startswith("  ")][-len(notebook.splitlines()):] == \
+        [line.strip() for line in notebook.splitlines()]
+    header = notebook.splitlines()[0].split("  ")
+    assert [h.strip() for h in header if h.strip()][:4] == ["metric", "model A", "model B", "A - B [95% CI]"]
+    for pair in json.loads((tmp_path / "cmp" / "compare.json").read_text())["tables"]["pairwise"]:
+        assert estimate_text(pair["delta"], pair["ci_low"], pair["ci_high"]) in notebook
+    # the layout is written in one module
+    package = Path(evalnb.__file__).parent
+    assert [p.relative_to(package).as_posix() for p in sorted(package.rglob("*.py"))
+            if '"A - B [95% CI]"' in p.read_text(encoding="utf-8")] == ["views/pairwise.py"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from evalnb.core.stats import bootstrap_ci, mean_sd, paired_bootstrap_ci
+from evalnb.stats.intervals import bootstrap_ci, mean_sd, paired_bootstrap_ci
 
 
 def sample(n: int = 60, seed: int = 3) -> list[float]:

@@ -221,7 +221,7 @@ def test_a_gateway_drops_a_long_silent_generation_that_streaming_survives(server
 def test_server_sent_events_are_split_whatever_the_reads() -> None:
     """Events split across reads, CRLF line ends (a CR and its LF in two reads), multi-line
     data, comments and other fields: the data of each whole event, in order."""
-    from evalnb.providers.streaming import EventSplitter
+    from evalnb.providers.streams.base import EventSplitter
 
     wire = (b': a comment\r\nevent: x\r\ndata: {"a": 1}\r\n\r\ndata: first line\ndata:second\n\n'
             b"id: 7\ndata: [DONE]\n\n")

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 import evalnb
-from evalnb.stages.accounting import estimate
+from evalnb.pipeline.accounting import estimate
 from evalnb.config import EndpointConfig
 from evalnb.providers import make_provider
 from evalnb.providers.base import ChatRequest
-from evalnb.core.records import JsonlStore
+from evalnb.records.stores import JsonlStore
 from evalnb.providers.retry import RetryPolicy, call_with_retries
 from tests.conftest import deterministic_responder, openai_params
 from tests.fakeserver import Error, FakeLLMServer, RecordedRequest, Text

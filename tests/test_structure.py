@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 import evalnb
-from evalnb.core import lock
+from evalnb.records import lock
 from evalnb.benchmarks import BENCHMARKS, benchmark_for
 from tests.conftest import ROOT, SAMPLE, offline_params, sample_tasks
 
 # The shared layers never name a benchmark: everything but the benchmarks' own folders, the
 # demo (which lists the shipped samples), the help texts' examples (the same samples) and probe-window (WildTrace's caps are its subject).
-OWN_A_BENCHMARK = ("app/demo.py", "stages/probe.py", "app/parser.py")   # parser: its help examples use the shipped samples
+OWN_A_BENCHMARK = ("app/demo.py", "pipeline/probe.py", "app/parser.py")   # parser: its help examples use the shipped samples
 SHARED_LAYERS = sorted(str(p.relative_to(ROOT / "evalnb")) for p in (ROOT / "evalnb").rglob("*.py")
                        if "benchmarks" not in p.parts[len(ROOT.parts):] and p.name != "__init__.py"
                        and p.parent.name != "examples" and str(p.relative_to(ROOT / "evalnb")) not in OWN_A_BENCHMARK)

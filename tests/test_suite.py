@@ -21,7 +21,7 @@ import pytest
 
 import evalnb
 from evalnb.app.main import main
-from evalnb.core.estimates import estimate_text
+from evalnb.views.estimates import estimate_text
 from tests.conftest import SAMPLE, FAST_RETRY
 from tests.fakeserver import Error, FakeLLMServer, RecordedRequest, Reply, Text
 from tests.test_reliability import alive, wait_for

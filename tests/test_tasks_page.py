@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalnb.stages.evidence import evidence_document, load_evidence
-from evalnb.stages.tasks_page import tasks_page, write_tasks_page
+from evalnb.evidence.items import evidence_document, load_evidence
+from evalnb.evidence.tasks_page import tasks_page, write_tasks_page
 from evalnb.core.types import Fact, ItemEvidence, Passage, Table
 from tests.browser import console_errors, requests_made, start_chromium, wait_for, wait_for_script
 

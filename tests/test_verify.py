@@ -135,7 +135,7 @@ def test_under_another_matplotlib_a_figure_is_checked_without_its_pixels(
         clean_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Another matplotlib draws other pixels from the same numbers: the figure's PNG (inside its
     HTML, its one copy) is not compared, and its caption and displayed size still are."""
-    from evalnb.app.notebooks import render_html
+    from evalnb.app.runs.notebooks import render_html
 
     copy = tmp_path / "copy"
     shutil.copytree(clean_run, copy)

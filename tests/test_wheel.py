@@ -98,7 +98,7 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, d
     env |= {"PATH": f"{python.parent}{os.pathsep}{env.get('PATH', '')}", "MPLBACKEND": "Agg",
             "JUPYTER_PATH": str(home / "share"), "JUPYTER_DATA_DIR": str(home / "jupyter"),
             "JUPYTER_CONFIG_DIR": str(home / "jupyter-config")}
-    where = _run([python, "-c", "import evalnb.app.notebooks as c; print(c.__file__); print(c.PROJECT)"], home, env)
+    where = _run([python, "-c", "import evalnb.app.runs.notebooks as c; print(c.__file__); print(c.PROJECT)"], home, env)
     module, project = where.stdout.split()
     assert Path(module).is_relative_to(purelib) and Path(project) == purelib / "evalnb" / "_project"
     return python.parent, env

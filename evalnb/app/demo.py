@@ -9,10 +9,10 @@ from pathlib import Path
 
 from evalnb.app import EXIT_ERROR, EXIT_OK, output
 from evalnb.app.results import compare_results, compare_text, run_results, run_text
-from evalnb.app.compare import compare_command, render_command
-from evalnb.app.notebooks import PROJECT
+from evalnb.app.record.compare import compare_command, render_command
+from evalnb.app.runs.notebooks import PROJECT
 from evalnb.app.project import init_project
-from evalnb.app.run import execute_stages
+from evalnb.app.runs.command import execute_stages
 from evalnb.core.types import STAGES
 
 # (parameters file, another offline contestant for a second run of that file, or None)

@@ -1,10 +1,10 @@
 """Live progress in the command's terminal, for every command that makes calls.
 
-The stage kernel appends its stages' snapshots to a file (:mod:`evalnb.core.progress_channel`);
+The stage kernel appends its stages' snapshots to a file (:mod:`evalnb.views.progress_channel`);
 a thread of the command reads it and draws, per stage: calls done / total, ok and failed so
 far, the rate, elapsed and estimated time left, and what it is waiting on (a quota window, a
 retry's backoff, batches in flight). A stage none of whose calls reaches a model (offline)
-shows no rate and no time left (:mod:`evalnb.core.progress`).
+shows no rate and no time left (:mod:`evalnb.views.progress`).
 
 - On a terminal: one tqdm bar per stage, updated in place (tqdm does the drawing).
 - Otherwise (a log file, a pipe, a CI job): a timestamped line when a stage starts and ends,
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from evalnb.app import output
-from evalnb.core.progress_channel import PROGRESS_ENV, Reader, Snapshot
+from evalnb.views.progress_channel import PROGRESS_ENV, Reader, Snapshot
 
 POLL_SECONDS = 0.2
 LINE_SECONDS = 30.0          # off a terminal: the longest silence while a stage runs ...
@@ -137,7 +137,7 @@ class LiveView:
     def _bar(self, stage: _Stage) -> Any:
         from tqdm import tqdm
 
-        from evalnb.core.progress import OFFLINE_BAR
+        from evalnb.views.progress import OFFLINE_BAR
 
         s = stage.last
         # A terminal that reports no size (a fresh pseudo-terminal) gets 100 columns, not none.
@@ -218,7 +218,7 @@ def progress_text(s: Snapshot) -> str:
     if s.final:
         state = "done" if s.done >= s.total else "stopped"
         return f"{state}: {s.done:,}/{s.total:,} calls{pct}, {_counts(s)}; {s.new:,} new in {tqdm.format_interval(elapsed)}"
-    if rate and not s.offline:   # an offline stage's rate says nothing (evalnb.core.progress)
+    if rate and not s.offline:   # an offline stage's rate says nothing (evalnb.views.progress)
         timing = f"{rate:.2f} calls/s, {timing}" + (f", left ~{tqdm.format_interval(left)}" if left is not None else "")
     return f"{s.done:,}/{s.total:,} calls{pct}, {_counts(s)}, {timing}" + (f"; waiting: {s.waiting}" if s.waiting else "")
 

@@ -88,25 +88,25 @@ def _dispatch(args: argparse.Namespace) -> int:
         return init_command(args.folder, args.force)
     try:
         if args.command in ("run", "estimate"):   # --limit/--items: a run directory of its own
-            from evalnb.app.subset import subset_sets
+            from evalnb.app.runs.subset import subset_sets
             args.sets = subset_sets(args.params, args.sets, args.limit, args.items)
         if args.command == "run":
-            from evalnb.app.run import execute_stages
+            from evalnb.app.runs.command import execute_stages
             stages = [s for s in STAGES if s in (args.stage or STAGES)]
             return execute_stages(args.params, args.sets, stages,
                                   wait=args.poll_interval if args.wait else None, forced=bool(args.stage))
         if args.command == "prompt":
-            from evalnb.app.prompt import prompt_command
+            from evalnb.app.inspection.prompt import prompt_command
             return prompt_command(args.params, args.sets, args.item_id, args.role)
         if args.command in ("estimate", "probe-window", "show"):
-            from evalnb.app import inspection
+            from evalnb.app.inspection import commands as inspection
             if args.command == "estimate":
                 return inspection.estimate_command(args.params, args.sets, args.wide)
             if args.command == "probe-window":
                 return inspection.probe_command(args.params, args.sets, args.max_calls, args.max_tokens)
             return inspection.show_command(args.run_dir, args.item_id)
         if args.command in ("compare", "render"):
-            from evalnb.app import compare
+            from evalnb.app.record import compare
             if args.command == "compare":
                 return compare.compare_command(args.runs, args.out, args.params,
                                                {"n_boot": args.n_boot, "seed": args.seed,
@@ -115,22 +115,22 @@ def _dispatch(args: argparse.Namespace) -> int:
                                                            for side in args.panels] if args.panels else None})
             return compare.render_command(args.folder, args.no_input)
         if args.command == "export":
-            from evalnb.app.compare import export_command
+            from evalnb.app.record.compare import export_command
             return export_command(args.folder, args.format, args.output, args.decimals)
         if args.command == "status":
-            from evalnb.app.status import status_command
+            from evalnb.app.inspection.status import status_command
             return status_command(args.run_dir)
         if args.command == "suite":
-            from evalnb.app.suite import suite_command
+            from evalnb.app.suite.command import suite_command
             return suite_command(args.suite_file, args.sets)
         if args.command == "verify":
-            from evalnb.app.verify import verify_command
+            from evalnb.app.record.verify import verify_command
             return verify_command(args.target, args.sets)
         if args.command == "plan":
-            from evalnb.app import plan
+            from evalnb.app.inspection import plan
             return plan.plan_command(args)
         if args.command == "pack":
-            from evalnb.app.pack import pack_command
+            from evalnb.app.record.pack import pack_command
             return pack_command(args.run_dir, args.output)
         from evalnb.app.demo import demo
         return demo(args.outputs.resolve())

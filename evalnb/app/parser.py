@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a shared parameter of the suite (dotted keys, YAML values); repeatable")
     _json(p, "every contestant's results")
 
-    from evalnb.app import plan   # its arguments are its own; the description and example are added here
+    from evalnb.app.inspection import plan   # its arguments are its own; the description and example are added here
     plan.add_parser(sub)
     p = sub.choices["plan"]
     p.description = ("From a pilot run or a compare folder, the items (documents, repeats) a run needs to detect\n"

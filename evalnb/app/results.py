@@ -1,5 +1,5 @@
 """What ``run``, ``demo``, ``suite`` and ``compare`` end with: a compact table of the headline
-metrics, each an estimate with its interval (:func:`evalnb.core.estimates.estimate_text`, as
+metrics, each an estimate with its interval (:func:`evalnb.views.estimates.estimate_text`, as
 every other view prints it) and its n, then where the record is; with ``--json`` the same as
 one JSON document on stdout.
 
@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalnb.core.estimates import estimate_text
-from evalnb.core.records import read_json_if_exists
+from evalnb.views.estimates import estimate_text
+from evalnb.records.stores import read_json_if_exists
 
 
 def table_text(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> str:
@@ -98,7 +98,7 @@ def compare_results(out: Path) -> dict[str, Any]:
                      "metrics": {m: {"value": row.get(m), "ci_low": row.get(f"{m}_ci_low"),
                                      "ci_high": row.get(f"{m}_ci_high")} for m in headline}})
     return {"compare_dir": str(out), "benchmark": data.get("benchmark"), "headline": headline, "ranking": rows,
-            "report": _exists(out / "05_compare.html")}
+            "pairwise": (data.get("tables") or {}).get("pairwise") or [], "report": _exists(out / "05_compare.html")}
 
 
 def compare_text(doc: Mapping[str, Any]) -> str:
@@ -111,6 +111,13 @@ def compare_text(doc: Mapping[str, Any]) -> str:
             for r in doc["ranking"]]
     lines.append(table_text(["rank", "model", *doc["headline"], "n", *(["rank interval", "P(first)"] if sure else [])],
                             rows))
+    if doc.get("pairwise"):   # the notebook's and the exports' table (one layout)
+        from evalnb.views.pairwise import pairwise_text   # pandas: only when there is a table
+
+        alpha = doc["pairwise"][0].get("alpha")
+        lines.append("pairwise verdicts" + (f" at alpha = {alpha:g}" if alpha is not None else "")
+                     + ", on the Holm-adjusted p over every pair")
+        lines += ["  " + line for line in pairwise_text(doc["pairwise"]).splitlines()]
     lines.append(f"record: {doc['compare_dir']}" + (f"  (report: {doc['report']})" if doc.get("report") else ""))
     return "\n".join(lines)
 

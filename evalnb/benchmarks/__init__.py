@@ -15,6 +15,9 @@ conformance block at the end (which mypy checks). A benchmark of your own needs 
 ``benchmark: my_package.my_bench:MyBenchmark`` (an import path) or the name of an entry point
 in the group ``evalnb.benchmarks`` selects it (:func:`benchmark_for`; docs/architecture.md
 walks through ``examples/exact_qa``).
+
+May import everything up to :mod:`evalnb.execution`; :mod:`evalnb.evidence` and every layer
+above may import it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from evalnb.core.types import Call, ItemEvidence, ItemResults, Metric, Record, R
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnb.core.figures import ReportFigure
+    from evalnb.views.figures import ReportFigure
 
 
 class Task(Protocol):

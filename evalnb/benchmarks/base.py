@@ -8,14 +8,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from evalnb.core import clustered, stats
+from evalnb.stats import clustered, intervals as stats
 from evalnb.core.run_config import RunConfig
 from evalnb.core.types import ItemResults, JudgeStatus, Metric, Record, RunScores, Status
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnb.core.figures import ReportFigure
+    from evalnb.views.figures import ReportFigure
 
 BOOTSTRAP_OPTIONS: Mapping[str, Any] = {"n_boot": stats.N_BOOT, "seed": 0}
 GENERIC_STAGE_NOTES = {
@@ -50,7 +50,7 @@ class BaseBenchmark:
     # None: every item is its own cluster, named by ITEM_NOUN.
     CLUSTER_NOUN: ClassVar[str | None] = None
     # Key paths inside its own fingerprint parts that the shared part holds ("scoring.model"):
-    # left out of the fingerprint, read past in older records (evalnb.core.fingerprint.readings).
+    # left out of the fingerprint, read past in older records (evalnb.records.fingerprint.readings).
     MOVED_TO_SHARED: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: RunConfig) -> None:
@@ -111,10 +111,11 @@ class BaseBenchmark:
         ``results`` reads (the per-item ``tasks`` rows). Each metric is computed from
         ``results(body)`` with the run's ``n_boot`` and ``seed``; one that is not ``partial``
         is null while ``complete`` is false."""
-        body["metrics"] = metric_summary(type(self), body, self.config.options["n_boot"],  # type: ignore[arg-type]
-                                         self.config.options["seed"])
-        body["uncertainty"] = uncertainty_summary(type(self), body, self.config.options["n_boot"],
-                                                  self.config.options["seed"])
+        bench: Any = type(self)   # the subclass gives results()
+        n_boot, seed = self.config.options["n_boot"], self.config.options["seed"]
+        results = bench.results(body)   # built once: both summaries read the same items
+        body["metrics"] = metric_summary(bench, body, n_boot, seed, results=results)
+        body["uncertainty"] = uncertainty_summary(bench, body, n_boot, seed, results=results)
         return body
 
     @classmethod
@@ -134,35 +135,43 @@ class BaseBenchmark:
         return None
 
 
-def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
+def ready_metrics(bench: Any, body: Mapping[str, Any]) -> list[Metric]:
+    """The declared metrics that have a value yet: all of them once the run is complete, the
+    ``partial`` ones before."""
+    return [m for m in bench.metrics() if body["complete"] or m.partial]
+
+
+def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int,
+                   results: ItemResults | None = None) -> dict[str, Any]:
     """Every declared metric's value and seeded bootstrap interval, for scores.json.
 
     A metric that is not ``partial`` is null while the run is incomplete. ``n`` is how many
-    items its value rests on (:func:`evalnb.core.metric_n.items_read`; the interval's own
-    ``n`` is the items it resamples).
+    items its value rests on (:func:`evalnb.stats.metric_n.items_read`; the interval's own
+    ``n`` is the items it resamples). ``results``: ``bench.results(body)`` when the caller
+    has it already.
     """
-    from evalnb.core.metric_n import items_read
+    from evalnb.stats.metric_n import items_read
 
-    results = bench.results(body)
-    metrics = bench.metrics()
-    ready = [m for m in metrics if body["complete"] or m.partial]
-    intervals = stats.metric_intervals(results.values, ready, strata=[results.strata.get(i, "") for i in results.ids],
-                                 n_boot=n_boot, seed=seed, channels=results.channels)
+    results = bench.results(body) if results is None else results
     strata = [results.strata.get(i, "") for i in results.ids]
+    intervals = stats.metric_intervals(results.values, ready_metrics(bench, body), strata=strata, n_boot=n_boot,
+                                       seed=seed, channels=results.channels)
     return {m.name: {"label": m.label, "headline": m.headline,
                      "value": intervals[m.name].mean if m.name in intervals else None,
                      "n": items_read(results.values, m, strata, results.channels) if m.name in intervals else None,
                      "ci": intervals[m.name].as_dict() if m.name in intervals and m.interval else None}
-            for m in metrics}
+            for m in bench.metrics()}
 
 
-def uncertainty_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
+def uncertainty_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int,
+                        results: ItemResults | None = None) -> dict[str, Any]:
     """Beside the declared metrics (never replacing them): each mean metric's standard error, n,
     clustered standard error, number of clusters and design effect, and, when items share
-    clusters, its cluster-bootstrap interval (:mod:`evalnb.core.clustered`)."""
-    results = bench.results(body)
-    ready = [m for m in bench.metrics() if body["complete"] or m.partial]
-    return clustered.metric_uncertainty(results.values, ready, strata=[results.strata.get(i, "") for i in results.ids],
+    clusters, its cluster-bootstrap interval (:mod:`evalnb.stats.clustered`). ``results``:
+    ``bench.results(body)`` when the caller has it already."""
+    results = bench.results(body) if results is None else results
+    return clustered.metric_uncertainty(results.values, ready_metrics(bench, body),
+                                        strata=[results.strata.get(i, "") for i in results.ids],
                                         clusters=cluster_labels(results), cluster_noun=cluster_noun(bench),
                                         n_boot=n_boot, seed=seed, channels=results.channels)
 

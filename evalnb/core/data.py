@@ -9,7 +9,7 @@ from __future__ import annotations
 import codecs
 import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -107,6 +107,20 @@ def record_id(raw: Mapping[str, Any], name: str, where: Where) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return require(raw, name, str, where)
+
+
+def first_of_known(record_id: str, known: Container[str], kept: Container[str],
+                   unknown: list[str], duplicates: list[str]) -> bool:
+    """Whether a side file's line for ``record_id`` is the one to keep: the data holds the id
+    and no earlier line of the file had it. An id the data does not hold is listed in
+    ``unknown``, a repeated one in ``duplicates`` (the first line wins)."""
+    if record_id not in known:
+        unknown.append(record_id)
+        return False
+    if record_id in kept:
+        duplicates.append(record_id)
+        return False
+    return True
 
 
 def json_records(path: Path, key: str, id_field: str = "id") -> list[tuple[Where, dict[str, Any], str]]:

@@ -32,7 +32,12 @@ class DataError(EvalnbError):
 
 
 class FingerprintMismatch(EvalnbError):
-    """Resuming into a run whose scores would not be comparable with this one."""
+    """Resuming into a run whose scores would not be comparable with this one. ``changes``: one
+    line per changed value, for a caller that says it in its own words (a suite)."""
+
+    def __init__(self, message: str, changes: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.changes = changes
 
 
 class EndpointFailure(EvalnbError):

@@ -78,7 +78,7 @@ class RunConfig:
     source: str = "parameters"   # the parameters file, for messages (not a parameter itself)
     budget: dict[str, Any] | None = None   # the spending ceiling (evalnb.execution.budget); not fingerprinted
     subset: dict[str, Any] | None = None   # part of the data only (evalnb.core.subset); fingerprinted
-    judge_retest: dict[str, int] | None = None   # {sample, repeats, seed}: evalnb.stages.judge_retest; not fingerprinted
+    judge_retest: dict[str, int] | None = None   # {sample, repeats, seed}: evalnb.judges.retest; not fingerprinted
 
     def error(self, key: str, problem: str) -> ConfigError:
         """A configuration error naming the parameters file and the key."""

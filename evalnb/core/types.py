@@ -4,7 +4,9 @@ A request and its completion, the retry policy, a call and its stored record, th
 a response or a verdict can have, a declared metric, a run's item results, and the evidence
 a reviewer reads for one item. The runner, the configuration, the providers and the
 benchmarks depend on this module, not on each other. It imports nothing heavy (numpy and
-pandas appear in annotations only).
+pandas appear in annotations only). It is one module on purpose: these are declarations
+only (no behaviour beyond a record's fields), and one place for them is what keeps the layers
+from importing each other.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ says nothing about the item: its calls stop, the item stays unanswered."""
 FAILED_ENDPOINT = "failed_endpoint"
 """The status of a call the endpoint refused for reasons of its own (reading 30). Such a line is
 kept in the stage's store (what was sent, the error, the attempts), but it never stands for
-its item: :meth:`evalnb.core.records.JsonlStore.load` leaves it out, so the item is pending,
+its item: :meth:`evalnb.records.stores.JsonlStore.load` leaves it out, so the item is pending,
 never scored, and the next pass calls it again."""
 
 
@@ -199,7 +201,7 @@ class Metric:
     besides ``values``: each is passed to ``fn`` as a keyword argument of that name, an array
     shaped like ``values`` and resampled with it (the same items, the same repeats), so
     ``fn(values, strata, correct=..., attempted=...)``. A ratio of two channels is
-    :func:`evalnb.core.metrics.ratio`.
+    :func:`evalnb.stats.metrics.ratio`.
     """
 
     name: str                 # short id: a column of the leaderboard, a key of scores.json "metrics"

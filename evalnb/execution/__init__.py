@@ -2,6 +2,9 @@
 
 - :mod:`evalnb.execution.runner`: live calls, concurrently, each recorded whatever happens.
 - :mod:`evalnb.execution.batch`: calls sent through the providers' batch APIs.
+
+May import everything up to :mod:`evalnb.config`; :mod:`evalnb.benchmarks` and the layers above
+may import it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalnb.core.records import JsonlStore
+from evalnb.records.stores import JsonlStore
 from evalnb.core.run_config import EndpointConfig
 from evalnb.core.types import Call, RetryPolicy
 from evalnb.execution.batch.engine import run_batched_stage

@@ -1,15 +1,15 @@
-"""The spending ceiling (spec README reading 27): no call is sent that could pass it.
+"""The spending ceiling: no call is sent that could pass it.
 
 ``budget: {max_cost_usd: N}`` in a run's parameters bounds that run; ``evalnb suite`` adds
 ``budget.suite`` to each contestant, a ceiling over all the suite's runs together. Each
 ceiling keeps a ledger (``spend.json`` in the run directory, or in the suite directory),
 changed only under its file lock (:class:`evalnb.providers.ledger.LockedJson`), so that the
-processes of a suite share one account.
+processes of a suite share one account (:mod:`evalnb.execution.ceilings`).
 
 What counts against a ceiling, in US dollars at the configured ``prices``:
 
-- spent: every stored record's reported usage (at the batch price for a call answered inside a
-  provider batch) and its failed attempts' ``failed_attempt_usage`` (:func:`evalnb.providers.retry.failed_attempt_usage`),
+- spent (:mod:`evalnb.execution.spend`): every stored record's reported usage (at the batch
+  price for a call answered inside a provider batch) and its failed attempts' ``failed_attempt_usage`` (:func:`evalnb.providers.retry.failed_attempt_usage`),
   over every line of the stage stores, so retries and earlier invocations are all counted. It
   is read from the records whenever a stage starts: a resume, a kill or a second process
   cannot forget it.
@@ -27,146 +27,25 @@ of the fingerprint: raise it and run the same command to continue.
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
-from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from evalnb.config import RunConfig
-from evalnb.core.lock import TOKEN_ENV
-from evalnb.core.manifest import utc_now
-from evalnb.core.records import read_lines
+from evalnb.records.manifest import utc_now
 from evalnb.execution.batch import batch_price
-from evalnb.execution.batch.journal import IN_FLIGHT, read_only
+from evalnb.execution.ceilings import (Ceiling, batches_reserved, ceilings_of, command_token, settle_the_dead,
+                                       this_process, totals)
+from evalnb.execution.spend import endpoint_models, run_spend, usd
 from evalnb.providers.base import ChatRequest, Completion, Provider
-from evalnb.providers.ledger import LockedJson, locked_json
-from evalnb.providers.retry import (NotSent, as_provider_error, failed_attempt_usage, request_input_tokens,
-                                    usage_or_estimate)
+from evalnb.providers.retry import NotSent, as_provider_error, failed_attempt_usage, request_input_tokens, usage_or_estimate
 
-LEDGER_NAME = "spend.json"
-STORES = ("generate.jsonl", "judge.jsonl", "judge_retest.jsonl")   # the last: evalnb.stages.judge_retest
+# Importable from here as before: the ledger's file name, and a suite's shared ledger opened.
+from evalnb.execution.ceilings import LEDGER_NAME as LEDGER_NAME, open_shared_ledger as open_shared_ledger
 
 
 class CeilingReached(NotSent):
     """The call's reservation would pass a ceiling: it is not sent."""
-
-
-def usd(input_tokens: float, output_tokens: float, price: Mapping[str, float] | None) -> float:
-    """Dollars for tokens at a price per million (no price: nothing)."""
-    if price is None:
-        return 0.0
-    return (input_tokens * price["input"] + output_tokens * price["output"]) / 1e6
-
-
-def endpoint_models(config: Mapping[str, Any]) -> dict[str, str]:
-    """Role in the records -> model name, from a resolved configuration (config.json's shape)."""
-    return {"model": config["model"]["name"],
-            **{f"judge{i}": j["name"] for i, j in enumerate(config.get("judges") or [], start=1)}}
-
-
-def record_cost(record: Mapping[str, Any], models: Mapping[str, str], prices: Mapping[str, Any]) -> float:
-    """What one stored line says its attempts cost (see the module docstring)."""
-    if not record.get("attempts"):
-        return 0.0   # decided without a call
-    model = models.get(str(record.get("endpoint")), str(record.get("endpoint")))
-    live = prices.get(model)
-    usage = record.get("usage") or {}
-    price = batch_price(prices, model) if record.get("batch") else live
-    total = usd(usage.get("input_tokens", 0), usage.get("output_tokens", 0), price)
-    for attempt in record.get("failed_attempt_usage") or ():
-        total += usd(attempt.get("input_tokens", 0), attempt.get("output_tokens", 0), live)
-    return total
-
-
-def run_spend(run_dir: Path, config: Mapping[str, Any] | None = None) -> float:
-    """Every line of the run's stage stores, at the run's prices (config.json's unless given)."""
-    if config is None:
-        try:
-            config = json.loads((run_dir / "config.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            return 0.0
-    assert config is not None
-    models, prices = endpoint_models(config), config.get("prices") or {}
-    return sum(record_cost(record, models, prices) for name in STORES for record in read_lines(run_dir / name))
-
-
-# --- the ledger of one ceiling ---------------------------------------------------------------------
-
-def _process() -> str:
-    """This process, told apart from a later one with the same pid (Linux: its start time)."""
-    return f"{os.getpid()}:{_start_time(os.getpid())}"
-
-
-def _start_time(pid: int) -> str:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return text[text.rindex(")") + 2:].split()[19]
-
-
-def _alive(process: str) -> bool:
-    pid_text, _, start = process.partition(":")
-    pid = int(pid_text)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not start or _start_time(pid) in ("", start)
-
-
-def _settle_the_dead(data: dict[str, Any]) -> None:
-    """Reservations of processes that died in flight become spending in doubt, for good."""
-    held = data.setdefault("held", {})
-    for key, hold in list(held.items()):
-        if not _alive(hold["process"]):
-            run = data.setdefault("runs", {}).setdefault(hold["run"], {})
-            run["in_doubt_usd"] = run.get("in_doubt_usd", 0.0) + hold["usd"]
-            del held[key]
-
-
-def totals(data: Mapping[str, Any]) -> tuple[float, float, float]:
-    """(spent, in doubt, reserved) over every run of the ledger; reserved: calls in flight and
-    batches in flight (submitted, not yet collected)."""
-    runs = data.get("runs", {}).values()
-    return (sum(r.get("spent_usd", 0.0) for r in runs), sum(r.get("in_doubt_usd", 0.0) for r in runs),
-            sum(h["usd"] for h in data.get("held", {}).values()) + sum(r.get("batch_usd", 0.0) for r in runs))
-
-
-def batches_reserved(run_dir: Path) -> float:
-    """What the run's batches in flight were reserved at when submitted (their journal says)."""
-    return sum(float(e.get("reserved_usd") or 0.0) for e in read_only(run_dir) if e["state"] in IN_FLIGHT)
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    max_usd: float
-    store: LockedJson
-    scope: str     # "run NAME" or "suite NAME", for messages
-    advice: str    # how to continue
-
-
-def ceilings_of(config: RunConfig) -> list[Ceiling]:
-    budget = config.budget or {}
-    out = []
-    if "max_cost_usd" in budget:
-        out.append(Ceiling(budget["max_cost_usd"], locked_json(config.output_dir / LEDGER_NAME),
-                           f"run {config.run_name}", f"raise budget.max_cost_usd in {config.source}"))
-    if "suite" in budget:
-        suite = budget["suite"]
-        out.append(Ceiling(suite["max_cost_usd"], locked_json(Path(suite["ledger"])), f"suite {suite['name']}",
-                           "raise budget.max_cost_usd in the suite file"))
-    return out
-
-
-def command_token() -> str:
-    """Names the command a refusal belongs to: `evalnb run`'s lock token, else this process."""
-    return os.environ.get(TOKEN_ENV) or f"process {_process()}"
 
 
 @dataclass
@@ -183,7 +62,7 @@ class Budget:
         self.run = str(config.output_dir)
         self.prices = config.prices
         self.models = endpoint_models(config.to_dict())
-        self.process = _process()
+        self.process = this_process()
 
     @classmethod
     def open(cls, config: RunConfig) -> Budget | None:
@@ -201,7 +80,7 @@ class Budget:
         batches = batches_reserved(self.config.output_dir)
         for ceiling in self.ceilings:
             with ceiling.store.transaction() as data:
-                _settle_the_dead(data)
+                settle_the_dead(data)
                 data.setdefault("runs", {}).setdefault(self.run, {}).update(spent_usd=spent, batch_usd=batches)
                 data["max_cost_usd"] = ceiling.max_usd
 
@@ -217,7 +96,7 @@ class Budget:
         taken: list[Ceiling] = []
         for ceiling in self.ceilings:
             with ceiling.store.transaction() as data:
-                _settle_the_dead(data)
+                settle_the_dead(data)
                 spent, doubt, reserved = totals(data)
                 if hold.usd > 0 and spent + doubt + reserved + hold.usd > ceiling.max_usd + 1e-12:
                     line = self.refusal(ceiling, spent, doubt, reserved, hold.usd)
@@ -305,14 +184,3 @@ class BudgetedProvider:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-
-
-def open_shared_ledger(path: Path, max_usd: float, run_dirs: list[Path]) -> None:
-    """A suite's ledger before its runs start: what each of its runs has spent, from the records."""
-    with locked_json(path).transaction() as data:
-        _settle_the_dead(data)
-        runs = data.setdefault("runs", {})
-        for run_dir in run_dirs:
-            runs.setdefault(str(run_dir), {})["spent_usd"] = run_spend(run_dir) if (run_dir / "config.json").exists() \
-                else 0.0
-        data["max_cost_usd"] = max_usd

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from evalnb.config import RunConfig
-from evalnb.execution.budget import LEDGER_NAME, ceilings_of, command_token, run_spend, totals
+from evalnb.execution.ceilings import LEDGER_NAME, ceilings_of, command_token, totals
+from evalnb.execution.spend import run_spend
 
 
 def budget_summary(config: RunConfig) -> dict[str, Any] | None:

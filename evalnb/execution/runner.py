@@ -23,11 +23,11 @@ from typing import Any, TypeVar
 
 from evalnb.execution.endpoint_gate import EndpointGate, EndpointStopped, Stopped
 from evalnb.providers.pacing import Pacer
-from evalnb.core.progress import StageProgress
+from evalnb.views.progress import StageProgress
 from evalnb.core.reasoning import reasoning_fields
 from evalnb.providers.base import Completion, Provider, Usage
 from evalnb.core.types import Latency
-from evalnb.core.records import JsonlStore
+from evalnb.records.stores import JsonlStore
 from evalnb.core.redaction import redact
 from evalnb.core.events import FIRST_REPLY
 from evalnb.providers.retry import NotSent, RetryPolicy, call_with_retries, makes_no_model_call

@@ -1,4 +1,9 @@
-"""Provider construction: one place maps a configured endpoint to its client."""
+"""Provider construction: one place maps a configured endpoint to its client; beside it, one
+module per provider's API and the shared request, reply and usage rules.
+
+May import :mod:`evalnb.core`, :mod:`evalnb.stats`, :mod:`evalnb.views` and :mod:`evalnb.records`;
+:mod:`evalnb.config` and every layer above it may import it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalnb.providers.streaming import settings_of
+from evalnb.providers.streams.base import settings_of
 
 if TYPE_CHECKING:
     from evalnb.core.run_config import EndpointConfig

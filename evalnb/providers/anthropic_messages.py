@@ -8,12 +8,12 @@ from typing import Any
 
 import anthropic
 
-from evalnb.providers.base import (ChatRequest, ProviderError, Completion, Usage, api_key, malformed_reply,
-                                   shared_tls_context,
-                                   rate_limit_headers, reply_shape, status_of, unreadable_reply)
-from evalnb.providers.anthropic_stream import read_stream
+from evalnb.providers.base import (ChatRequest, ProviderError, Completion, Usage, malformed_reply,
+                                   rate_limit_headers, reply_shape, sdk_client_options, status_of,
+                                   unreadable_reply)
+from evalnb.providers.streams.anthropic import read_stream
 from evalnb.providers.openai_compat import sdk_error
-from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
+from evalnb.providers.streams.base import DEFAULT_SETTINGS, StreamSettings, since
 
 
 def completion_of(message: Any, *, request_id: str | None, headers: Mapping[str, str] | None = None
@@ -50,9 +50,8 @@ class AnthropicProvider:
                  stream: StreamSettings = DEFAULT_SETTINGS) -> None:
         self.model, self.concurrency, self.timeout, self.stream = model, concurrency, timeout, stream
         self.observe_quota = observe_quota   # read the reply's rate-limit headers (paced endpoints)
-        self._client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key(api_key_env, role),
-                                                max_retries=0, timeout=timeout,
-                                                http_client=anthropic.DefaultAioHttpClient(timeout=timeout, verify=shared_tls_context()))
+        self._client = anthropic.AsyncAnthropic(**sdk_client_options(
+            anthropic.DefaultAioHttpClient, base_url=base_url, api_key_env=api_key_env, role=role, timeout=timeout))
 
     def request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import ssl
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from evalnb.core.errors import ConfigError
@@ -188,6 +189,17 @@ def api_key(env_var: str | None, role: str) -> str:
     if not value:
         raise ConfigError(f"{role}.api_key_env: environment variable {env_var} is not set")
     return value
+
+
+def sdk_client_options(transport: Callable[..., Any], *, base_url: str | None, api_key_env: str | None,
+                       role: str, timeout: float) -> dict[str, Any]:
+    """The arguments every SDK client (``openai.AsyncOpenAI``, ``anthropic.AsyncAnthropic``) is
+    built with: the key from the environment, the SDK's own retries off (the runner's policy
+    owns every attempt), and ``transport`` (the SDK's ``DefaultAioHttpClient``) over the
+    process's one TLS context. The aiohttp transport costs about a fifth less CPU per call than
+    the default one (bench/)."""
+    return {"base_url": base_url, "api_key": api_key(api_key_env, role), "max_retries": 0, "timeout": timeout,
+            "http_client": transport(timeout=timeout, verify=shared_tls_context())}
 
 
 class Provider(Protocol):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalnb.providers.base import ChatRequest, Completion, ProviderError, status_of
-from evalnb.providers.streaming import since
+from evalnb.providers.streams.base import since
 
 STDERR_KEPT = 2000
 BASIC_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",

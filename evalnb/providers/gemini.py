@@ -13,8 +13,8 @@ from google.genai import errors, types
 from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
                                    http_error, malformed_reply, reply_shape, retry_after_seconds,
                                    status_of, transport_error, unreadable_reply)
-from evalnb.providers.gemini_stream import read_stream
-from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
+from evalnb.providers.streams.gemini import read_stream
+from evalnb.providers.streams.base import DEFAULT_SETTINGS, StreamSettings, since
 
 # google-genai's async path runs on httpx2, or on aiohttp when that is installed; neither
 # family of transport errors is wrapped by the SDK.

@@ -10,12 +10,12 @@ from typing import Any
 
 import openai
 
-from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage, api_key,
+from evalnb.providers.base import (ChatRequest, Completion, ProviderError, Usage,
                                    http_error, malformed_reply, rate_limit_headers, reply_shape,
-                                   retry_after_seconds, shared_tls_context,
+                                   retry_after_seconds, sdk_client_options,
                                    status_of, transport_error, unreadable_reply)
-from evalnb.providers.openai_stream import EMPTY_STREAM, read_stream, reasoning_of
-from evalnb.providers.streaming import DEFAULT_SETTINGS, StreamSettings, since
+from evalnb.providers.streams.openai import EMPTY_STREAM, read_stream, reasoning_of
+from evalnb.providers.streams.base import DEFAULT_SETTINGS, StreamSettings, since
 
 
 def sdk_error(error: Exception) -> ProviderError:
@@ -96,11 +96,8 @@ class OpenAIProvider:
                  role: str = "model", observe_quota: bool = False, stream: StreamSettings = DEFAULT_SETTINGS) -> None:
         self.model, self.concurrency, self.token_param, self.stream = model, concurrency, token_param, stream
         self.observe_quota = observe_quota   # read the reply's rate-limit headers (paced endpoints)
-        # SDK retries off: the runner's policy owns every attempt (reading 6). The aiohttp
-        # transport costs about a fifth less CPU per call than the default one (bench/).
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key(api_key_env, role),
-                                          max_retries=0, timeout=timeout,
-                                          http_client=openai.DefaultAioHttpClient(timeout=timeout, verify=shared_tls_context()))
+        self._client = openai.AsyncOpenAI(**sdk_client_options(
+            openai.DefaultAioHttpClient, base_url=base_url, api_key_env=api_key_env, role=role, timeout=timeout))
 
     def request_body(self, request: ChatRequest) -> dict[str, Any]:
         messages: list[dict[str, str]] = []

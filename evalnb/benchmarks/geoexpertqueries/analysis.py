@@ -11,17 +11,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from evalnb.benchmarks.base import metric_ci, metric_value
 from evalnb.benchmarks.geoexpertqueries.protocol import GeoExpertQueriesProtocol
-from evalnb.core.estimates import estimate_text, number_text
+from evalnb.views.estimates import estimate_text, number_text
 from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, Table
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnb.core.figures import ReportFigure
+    from evalnb.views.figures import ReportFigure
+
 
 class GeoExpertQueries(GeoExpertQueriesProtocol):
-    """The protocol with the views the report, the evidence pages and compare show."""
+    """The protocol with the views a reader sees: each query's trajectory and ratings, the
+    rating distribution with the runs' agreement, and the trajectories file's report. Every
+    stage's note is fixed text (``STAGE_NOTES``): none depends on the parameters."""
 
     FIGURE: ClassVar[str] = "ratings_and_agreement"
     STAGE_NOTES: ClassVar[Mapping[str, str]] = {
@@ -76,8 +79,8 @@ class GeoExpertQueries(GeoExpertQueriesProtocol):
         """Each query's rating from every autorater run, runs side by side (a rating of 0 drawn
         as a point at 0, a query not rated says so, its status beside its id); the distribution
         and agreement in the caption."""
-        from evalnb.core.figures import OFFLINE_NOTE
-        from evalnb.core.plots import dodged_bars
+        from evalnb.views.figures import OFFLINE_NOTE
+        from evalnb.views.plots import dodged_bars
 
         config = scores["judge_config"]
         rated = [r for r in scores["tasks"] if r["ratings"]]

@@ -1,9 +1,9 @@
 """GeoExpertQueries: agent trajectories rated 0/1/2 by an autorater, three independent runs.
 
-Reference: the GeoExpertQueries protocol (§2, the pins table) and spec README readings
-16-17. Each trajectory is condensed to text; the autorater prompt follows a
-``Today is YYYY-MM-DD.`` header; each of ``num_runs`` calls must yield a rating of 0, 1 or
-2, mapped through the likert file (0 -> 0.0, 1 -> 0.5, 2 -> 1.0) and averaged. A rating
+Reference: the GeoExpertQueries protocol (§2, the pins table). Each trajectory is condensed
+to text; the autorater prompt follows a ``Today is YYYY-MM-DD.`` header; each of
+``num_runs`` calls must yield a rating of 0, 1 or 2, mapped through the likert file
+(0 -> 0.0, 1 -> 0.5, 2 -> 1.0) and averaged. A rating
 that does not parse is a judge failure: resumable, never a zero.
 """
 
@@ -12,27 +12,31 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from collections.abc import Mapping
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from evalnb.core import metrics, prompts, stats
+from evalnb.stats import metrics, intervals as stats
+from evalnb.records import prompts
 from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, metric_ci, metric_value
-from evalnb.core.run_config import RunConfig
-from evalnb.core.data import json_records, require
-from evalnb.core.errors import ConfigError, DataError
-from evalnb.core.replies import JudgeReplyError, as_number, field_of, interpreter, reply_of
+from evalnb.benchmarks.geoexpertqueries.queries import ExpertQuery, read_queries
+from evalnb.benchmarks.geoexpertqueries.rater_prompt import (PROMPT_DIR, PROMPT_FILES, REQUIRED_PLACEHOLDERS,
+                                                             check_rating_date, missing_placeholders,
+                                                             placeholder_warnings, rating_prompt)
+from evalnb.benchmarks.geoexpertqueries.ratings import agreement, read_rating
 from evalnb.benchmarks.geoexpertqueries.trajectories import DEFAULT_OUTPUT_CHARS, DEFAULT_TOTAL_CHARS, Traces, condense, read_traces
-from evalnb.core.types import (Call, ChatRequest, ItemResults, Metric, Prepared, Record,
-                          Status)
+from evalnb.core.run_config import RunConfig
+from evalnb.core.errors import ConfigError, DataError
+from evalnb.core.replies import interpreter, reply_of
+from evalnb.core.types import Call, ChatRequest, ItemResults, Metric, Prepared, Record, Status
 
-if TYPE_CHECKING:
+# Importable from the protocol as before: the autorater's reply reading.
+from evalnb.benchmarks.geoexpertqueries.ratings import parse_rating as parse_rating
 
-    pass
+# The queries are read in queries.py, the rater's prompt is checked and filled in rater_prompt.py,
+# its replies are read in ratings.py, and the trajectories condensed in trajectories.py.
 
 OPTIONS: Mapping[str, Any] = {
     "traces": None,                  # JSONL of trajectories (schemas/trace.schema.json)
@@ -47,87 +51,8 @@ OPTIONS: Mapping[str, Any] = {
     "max_trajectory_chars": DEFAULT_TOTAL_CHARS,
     **BOOTSTRAP_OPTIONS,
 }
-PROMPT_DIR = Path(__file__).resolve().parent / "prompts"   # our default prompt files
-PROMPT_FILES = {"tool_agnostic": "geoexpertqueries_tool_agnostic.txt",
-                "workflow": "geoexpertqueries_workflow.txt"}
-# Reading 24: what each variant's prompt file must hold, and what else evalnb fills in.
-REQUIRED_PLACEHOLDERS = {"tool_agnostic": ("query", "trajectory"),
-                         "workflow": ("query", "trajectory", "tools")}
-FILLED_PLACEHOLDERS = ("query", "reference", "trajectory", "tools")
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 AGGREGATION_POLICY = ("geoexpertqueries/1: case score = mean of the mapped ratings of all runs, only when "
                       "every run parsed; missing trace = 0; overall = mean over all queries")
-
-
-@dataclass(frozen=True)
-class ExpertQuery:
-    task_id: str
-    query: str
-    reference: str
-
-
-def read_queries(path: Path) -> list[ExpertQuery]:
-    queries = []
-    for where, raw, query_id in json_records(path, "queries"):
-        reference = raw.get("reference", raw.get("golden"))
-        if reference is not None and not isinstance(reference, str):
-            reference = json.dumps(reference, ensure_ascii=False)
-        queries.append(ExpertQuery(query_id, require(raw, "query", str, where), reference or "(none)"))
-    return queries
-
-
-def placeholders(text: str) -> set[str]:
-    """The ``{name}`` placeholders in a prompt file (JSON braces in it are not names)."""
-    return set(re.findall(r"\{(\w+)\}", text))
-
-
-def check_rating_date(value: Any) -> bool:
-    """Reading 16: exactly YYYY-MM-DD and a real date (a YAML date was made one by config)."""
-    # fullmatch first: date.fromisoformat also takes 20260314 and 2026-W11-6.
-    try:
-        return isinstance(value, str) and bool(_DATE.fullmatch(value)) and bool(date.fromisoformat(value))
-    except ValueError:
-        return False
-
-
-def rating_prompt(template: str, task: ExpertQuery, trajectory: str, tools: str) -> str:
-    # One pass over all four: a tool description or a query holding "{trajectory}" is sent as written.
-    return prompts.fill(template, {"query": task.query, "reference": task.reference,
-                                   "trajectory": trajectory, "tools": tools})
-
-
-_RATING_LINE = re.compile(r"\brating\b\W{0,6}([0-9])\b", re.I)
-
-
-def parse_rating(reply: str, scale: Mapping[str, float]) -> int:
-    """A rating in the scale, from a JSON ``rating`` field or a ``Rating: N`` line."""
-    try:
-        value, _ = field_of(reply, "rating")
-    except JudgeReplyError:
-        lines = _RATING_LINE.findall(reply)
-        if not lines:
-            raise
-        value = lines[-1]
-    number = as_number(value)
-    if number is None or not number.is_integer() or str(int(number)) not in scale:
-        raise JudgeReplyError(f"rating {value!r} is not one of {', '.join(scale)}")
-    return int(number)
-
-
-def read_rating(reply: str, scale: Mapping[str, float]) -> tuple[float, dict[str, Any]]:
-    """Reading 17: a rating of the scale, mapped through it."""
-    rating = parse_rating(reply, scale)
-    return scale[str(rating)], {"rating": rating}
-
-
-def agreement(ratings: Sequence[Sequence[int]]) -> dict[str, Any]:
-    """How often independent runs disagree, over queries with every run rated."""
-    if not ratings:
-        return {"queries": 0, "unanimous_share": None, "max_spread_share": None, "mean_range": None}
-    ranges = [max(r) - min(r) for r in ratings]
-    return {"queries": len(ratings), "unanimous_share": sum(x == 0 for x in ranges) / len(ranges),
-            "max_spread_share": sum(x == 2 for x in ranges) / len(ranges),
-            "mean_range": sum(ranges) / len(ranges)}
 
 
 METRICS = (Metric("overall", "overall: mean over all queries of the mapped ratings (missing trace = 0)",
@@ -135,7 +60,7 @@ METRICS = (Metric("overall", "overall: mean over all queries of the mapped ratin
 
 
 class GeoExpertQueriesProtocol(BaseBenchmark):
-    """Spec GeoExpertQueries §2 and the pins table; readings 16, 17, 24."""
+    """Spec GeoExpertQueries §2 and the pins table: the calls and the scores (the views are in :mod:`.analysis`)."""
 
     NAME: ClassVar[str] = "geoexpertqueries"
     METRICS: ClassVar[tuple[Metric, ...]] = METRICS
@@ -147,7 +72,7 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
     ITEM: ClassVar[type] = ExpertQuery
     ITEM_NOUN: ClassVar[str] = "query"
     ITEM_NOUN_PLURAL: ClassVar[str] = "queries"
-    CLUSTER_NOUN: ClassVar[str | None] = "query"   # reading 31: the query; the autorater runs are repeats within it
+    CLUSTER_NOUN: ClassVar[str | None] = "query"   # the query; the autorater runs are repeats within it
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -190,25 +115,16 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
             raise self.config.error(key, str(e)) from None
 
     def _check_placeholders(self) -> list[str]:
-        """Reading 24: refuse a prompt file that would silently drop the trajectory or the query."""
+        """Refuse a prompt file that would silently drop the trajectory or the query."""
         variant, file = self.config.options["prompt_variant"], self.prompt
-        found = placeholders(file.text)
-        missing = [name for name in REQUIRED_PLACEHOLDERS[variant] if name not in found]
+        missing = missing_placeholders(variant, file.text)
         if missing:
             raise self.config.error(
                 "prompt_file", f"{file.path} lacks {', '.join('{' + m + '}' for m in missing)}, "
                 f"which the {variant} variant needs (it takes "
                 f"{', '.join('{' + n + '}' for n in REQUIRED_PLACEHOLDERS[variant])}; "
                 "{reference} is optional): without them the autorater would rate nothing")
-        warnings = []
-        if "reference" not in found:
-            warnings.append(f"prompt_file {file.path} has no {{reference}}: the queries' reference material "
-                            "is not sent to the autorater")
-        unknown = sorted(found - set(FILLED_PLACEHOLDERS))
-        if unknown:
-            warnings.append(f"prompt_file {file.path}: {', '.join('{' + u + '}' for u in unknown)} "
-                            f"{'is' if len(unknown) == 1 else 'are'} not filled by evalnb and will be sent as written")
-        return warnings
+        return placeholder_warnings(file)
 
     def _likert(self) -> tuple[dict[str, float], str]:
         """The rating map and its file's sha256."""
@@ -223,7 +139,7 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
         return {k: float(v) for k, v in scale.items()}, file.sha256
 
     def _rating_date(self, recorded: Mapping[str, Any] | None) -> str:
-        """Reading 16: the parameter, else the date this run started (kept across resumes)."""
+        """The parameter, else the date this run started (kept across resumes)."""
         if self.config.options["rating_date"]:
             return str(self.config.options["rating_date"])   # a YAML date arrives as its ISO string
         if recorded and "rating" in recorded:
@@ -246,7 +162,7 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
 
     def fingerprint_parts(self) -> dict[str, Any]:
         # The retry policy, the task set, the rater and the prompt's text are the shared part's
-        # (evalnb.core.fingerprint.shared_parts: MOVED_TO_SHARED is left out of "rating").
+        # (evalnb.records.fingerprint.shared_parts: MOVED_TO_SHARED is left out of "rating").
         return {
             "rating": {**self.judge_config(), "date": self.rating_date},
             "traces_sha256": self.traces_sha256,
@@ -271,7 +187,7 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
     def generation_done(self, record: Record) -> bool:
         return True   # read from a file: nothing to resume
 
-    # --- rating (readings 16, 17) -----------------------------------------------------------------------
+    # --- rating ----------------------------------------------------------------------------------------
 
     def record_prompts(self) -> dict[str, str]:
         """The rater's prompt as sent, date header included, placeholders unfilled."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonschema
 
-from evalnb.core.data import Where, read_jsonl
+from evalnb.core.data import Where, first_of_known, read_jsonl
 
 DEFAULT_OUTPUT_CHARS = 2000
 DEFAULT_TOTAL_CHARS = 24000
@@ -99,8 +99,11 @@ def read_traces(path: Path, query_ids: list[str], data: bytes | None = None) -> 
     """Every line validated against the schema; errors name the line and the field.
     ``data``: the file's bytes, when already read."""
     validator = jsonschema.Draft202012Validator(trace_schema())
-    known, traces = set(query_ids), {}
-    unknown, duplicates, converted = [], [], []
+    known = set(query_ids)
+    traces: dict[str, dict[str, Any]] = {}
+    unknown: list[str] = []
+    duplicates: list[str] = []
+    converted: list[str] = []
     for line, raw in read_jsonl(path, data):
         where = Where(str(path), line)
         if isinstance(raw, dict) and "messages" in raw and "steps" not in raw:
@@ -114,11 +117,7 @@ def read_traces(path: Path, query_ids: list[str], data: bytes | None = None) -> 
             raise Where(str(path), line, task).error(
                 f"does not match the trace schema: {error.message}", _field(error))
         trace_id = str(raw["id"])
-        if trace_id not in known:
-            unknown.append(trace_id)
-        elif trace_id in traces:
-            duplicates.append(trace_id)
-        else:
+        if first_of_known(trace_id, known, traces, unknown, duplicates):
             traces[trace_id] = raw
     return Traces(traces, unknown, duplicates, converted)
 

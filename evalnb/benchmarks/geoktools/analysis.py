@@ -20,10 +20,13 @@ from evalnb.core.types import Fact, ItemEvidence, Passage, Record, Table
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnb.core.figures import ReportFigure
+    from evalnb.views.figures import ReportFigure
+
 
 class GeoKTools(GeoKToolsProtocol):
-    """The protocol with the views the report, the evidence pages and compare show."""
+    """The protocol with the views a reader sees: each case element by element, and accuracy by
+    K. The generate and judge notes depend on the parameters (a predictions file, the scorer), so
+    :meth:`describe` writes them; the aggregate and report notes are fixed (``STAGE_NOTES``)."""
 
     FIGURE: ClassVar[str] = "accuracy_by_k"
     STAGE_NOTES: ClassVar[Mapping[str, str]] = {
@@ -128,7 +131,7 @@ class GeoKTools(GeoKToolsProtocol):
     def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
         """Mean case score per K with its bootstrap interval as error bars, each value written
         above its bar (a zero too), the overall mean as a dashed line; one column wide."""
-        from evalnb.core.figures import (OFFLINE, ONE_COLUMN, PALETTE, new_figure, styled, value_labels,
+        from evalnb.views.figures import (OFFLINE, ONE_COLUMN, PALETTE, new_figure, styled, value_labels,
                                          with_offline_note)
 
         counts = Counter(r["K"] for r in scores["tasks"] if r["repeat"] == 1)

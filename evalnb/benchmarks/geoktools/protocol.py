@@ -2,7 +2,10 @@
 deterministic offline scorer; accuracy overall, by K and macro over K, with seeded
 bootstrap intervals resampling within K (and repeats within cases).
 
-Reference: the GeoKTools protocol (§1, §3-4) and spec README readings 12-15, 21-23.
+Reference: the GeoKTools protocol (§1, §3-4). The protocol reads top to bottom: the cases
+(:mod:`.cases`), the answers (:mod:`.predictions`, or the model), exact match or the scorer
+(:mod:`.scoring`, the judge of :mod:`.judge`), the declared metrics and scores.json
+(:mod:`.summary`). What a reader sees of a run is in :mod:`.analysis`.
 """
 
 from __future__ import annotations
@@ -11,107 +14,39 @@ import functools
 import hashlib
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from evalnb.core import metrics, prompts, stats
-from evalnb.benchmarks.base import (BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, metric_ci, metric_value,
-                                    score_or_nan)
+from evalnb.stats import metrics
+from evalnb.records import prompts
+from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, score_or_nan
+from evalnb.benchmarks.geoktools.cases import K_VALUES, GeoCase, read_cases
+from evalnb.benchmarks.geoktools.judge import (DEFAULT_JUDGE_PROMPT, JUDGE_PROMPT, JUDGE_SCHEMA, PROMPT_DIR,
+                                               read_verdict, render_judge_prompt)
+from evalnb.benchmarks.geoktools.predictions import Predictions, identical_warnings, prediction_files, read_predictions
+from evalnb.benchmarks.geoktools.scoring import TOLERANCE, deterministic_score, exact_match, golden_string_notes
+from evalnb.benchmarks.geoktools.summary import headline_keys, repeat_summary
 from evalnb.core.run_config import RunConfig
-from evalnb.core.data import json_records, require
 from evalnb.core.errors import ConfigError
 from evalnb.core.replies import interpreter, reply_of
-from evalnb.benchmarks.geoktools.scoring import (TOLERANCE, deterministic_score, exact_match, golden_list,
-                                       golden_string_notes, parse_element_scores)
-from evalnb.core.types import (Call, ChatRequest, ItemResults, Metric, Prepared, Record,
-                          Status)
-from evalnb.benchmarks.geoktools.predictions import Predictions, read_predictions
+from evalnb.core.types import Call, ChatRequest, ItemResults, Metric, Prepared, Record, Status
 
-if TYPE_CHECKING:
+# --- the settings ------------------------------------------------------------------------------
+# The cases (K_VALUES, GeoCase, read_cases) are in cases.py; the judge's prompt, schema and
+# reply reading in judge.py; where the answers come from in predictions.py.
 
-    pass
-
-# --- the judge's prompt and settings ------------------------------------------------------------
-
-# GeoKTools: the judge's system prompt is a file (the report's own can replace ours); the
-# user turn below is ours, since the reference runner's is not published.
-JUDGE_PROMPT = """QUESTION:
-{query}
-
-GOLDEN ANSWER:
-{golden}
-
-RESPONSE:
-{response}"""
-
-JUDGE_SCHEMA: dict = {
-    "type": "object",
-    "properties": {
-        "element_scores": {"type": "array", "items": {"type": "number"}},
-        "score": {"type": "number"},
-        "rationale": {"type": "string"},
-    },
-    "required": ["element_scores", "score", "rationale"],
-    "additionalProperties": False,
-}
-
-
-def render_judge_prompt(query: str, golden: str, response: str) -> str:
-    return prompts.fill(JUDGE_PROMPT, {"query": query, "golden": golden, "response": response})
-
-
-K_VALUES = (1, 2, 3, 4)
 DETERMINISTIC_LABEL = ("OFFLINE APPROXIMATION: scored by the deterministic offline scorer, which agrees "
                        "with the report's LLM-judge protocol on exact matches and clear misses and "
                        "differs on near misses; not comparable with the report's figures.")
-PROMPT_DIR = Path(__file__).resolve().parent / "prompts"   # our default prompt files
-DEFAULT_JUDGE_PROMPT = "geoktools_judge_system.txt"
 AGGREGATION_POLICY = (
     "geoktools/1: exact match (strip-equal or JSON-equal) 1.0 without a call; empty or missing "
     "response 0; else judge score or deterministic score (10% tolerance, 1-error, ROUGE-L F1); "
     "overall = mean over all cases; by K; macro = mean of per-K means; repeats averaged per case")
 
 
-@dataclass(frozen=True)
-class GeoCase:
-    task_id: str         # case id, or "id#rN" for repeat N when repeats > 1
-    case_id: str
-    repeat: int
-    query: str
-    golden: str
-    k: int
-    snapshot_date: str
-
-
-# --- loading -----------------------------------------------------------------------------
-
-def read_cases(path: Path) -> list[dict[str, Any]]:
-    cases = []
-    for where, raw, case_id in json_records(path, "cases"):
-        k = require(raw, "K", int, where)
-        if k not in K_VALUES:
-            raise where.error(f"K must be one of {K_VALUES}, got {k}", "K")
-        golden = require(raw, "golden_answer_raw", str, where)
-        try:
-            golden_list(golden)   # reading 22: refused now, not scored 0 case after case
-        except ValueError as e:
-            raise where.error(str(e), "golden_answer_raw") from None
-        cases.append({"id": case_id, "query": require(raw, "query", str, where),
-                      "golden": golden, "K": k,
-                      "snapshot_date": require(raw, "snapshot_date", str, where)})
-    return cases
-
-
 def generation_settings(config: RunConfig) -> dict[str, Any]:
     # The no-tools baseline agent answers at the model's default temperature.
     return {"temperature": None, "max_tokens": 32768 if config.model.reasoning else 8192}
-
-
-def read_verdict(reply: str) -> tuple[float, dict[str, Any]]:
-    """The judge's element scores and overall score, checked to agree."""
-    score, elements = parse_element_scores(reply)
-    return score, {"method": "judge", "element_scores": elements}
 
 
 # --- metrics: functions of (..., repeats, cases), strata "K=1".."K=4" -----------------------------
@@ -124,7 +59,7 @@ METRICS = (
 
 
 class GeoKToolsProtocol(BaseBenchmark):
-    """Spec GeoKTools §1, §3-4; readings 12-15, 21-23."""
+    """Spec GeoKTools §1, §3-4: the calls and the scores (the views are in :mod:`.analysis`)."""
 
     NAME: ClassVar[str] = "geoktools"
     METRICS: ClassVar[tuple[Metric, ...]] = METRICS
@@ -145,7 +80,7 @@ class GeoKToolsProtocol(BaseBenchmark):
                                            "failed_transient", "pending")
     ITEM: ClassVar[type] = GeoCase
     ITEM_NOUN: ClassVar[str] = "case"
-    CLUSTER_NOUN: ClassVar[str | None] = "case"   # reading 31: the case, within its K stratum; agent runs are repeats within it
+    CLUSTER_NOUN: ClassVar[str | None] = "case"   # the case, within its K stratum; agent runs are repeats within it
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -159,7 +94,7 @@ class GeoKToolsProtocol(BaseBenchmark):
         self.check_bootstrap()
         if o["scorer"] == "llm" and len(config.judges) != 1:
             raise config.error("judges", "the llm scorer uses exactly one judge (the report: Gemini 3.8 Flash)")
-        self.files = self._check_sources()
+        self.files = prediction_files(config)
         if o["scorer"] == "deterministic" and config.judges:
             self.warnings.append("scorer is deterministic: the configured judges are not called")
         self.judge_prompt = self._judge_prompt() if o["scorer"] == "llm" else None
@@ -167,7 +102,7 @@ class GeoKToolsProtocol(BaseBenchmark):
         case_ids = [c["id"] for c in self.cases]
         # Each predictions file read once: validated now, before anything is written.
         self.predictions = [read_predictions(file, case_ids) for file in self.files]
-        self._flag_identical()
+        self.warnings += identical_warnings(self.predictions)
         self.repeats = int(o["repeats"]) if o["repeats"] is not None else max(1, len(self.files))
         n = self.repeats
         self.tasks: list[GeoCase] = [
@@ -175,42 +110,6 @@ class GeoKToolsProtocol(BaseBenchmark):
                     c["snapshot_date"]) for r in range(1, n + 1) for c in self.cases]
 
     # --- configuration ---------------------------------------------------------------------------------
-
-    def _check_sources(self) -> list[Path]:
-        """Where the answers come from, and how many agent runs that makes (spec §3)."""
-        config = self.config
-        value, repeats = config.options["predictions"], config.options["repeats"]
-        if value is None:
-            if config.model.provider in ("offline", "none"):
-                raise config.error("predictions", "required unless a model answers the queries "
-                                                  "(there is no offline GeoKTools agent)")
-            return []
-        if not (isinstance(value, str) and value) and not (
-                isinstance(value, list) and value and all(isinstance(p, str) and p for p in value)):
-            raise config.error("predictions", f"expected a file, or a list of files (one per agent run), got {value!r}")
-        files = [Path(p) for p in value] if isinstance(value, list) else [Path(value)]
-        for i, file in enumerate(files):
-            if not file.is_file():
-                raise config.error("predictions" + (f"[{i}]" if isinstance(value, list) else ""),
-                                   f"{file}: file not found")
-        if len(files) == 1 and repeats is not None and repeats > 1:
-            # Scoring one set of answers N times measures nothing and reports s.d. 0.
-            raise config.error("repeats", f"{repeats} repeats over a single predictions file would score "
-                               f"the same answers {repeats} times (s.d. 0). Repeats are agent runs (spec §3): "
-                               f"give predictions as a list of {repeats} files, one per agent run, or omit "
-                               f"predictions and give a model, which then answers each query {repeats} times")
-        if len(files) > 1 and repeats is not None and repeats != len(files):
-            raise config.error("repeats", f"{repeats}, but predictions lists {len(files)} files (one per agent "
-                               "run); leave repeats out, or make them agree")
-        return files
-
-    def _flag_identical(self) -> None:
-        seen: dict[str, int] = {}
-        for i, predictions in enumerate(self.predictions):
-            if predictions.sha256 in seen:
-                self.warnings.append(f"predictions[{i}] is identical to predictions[{seen[predictions.sha256]}]: "
-                                     "the same answers in two runs (a deterministic agent, or the same file twice?)")
-            seen.setdefault(predictions.sha256, i)
 
     def _judge_prompt(self) -> prompts.PromptFile:
         value = self.config.options["judge_prompt_file"]
@@ -271,7 +170,7 @@ class GeoKToolsProtocol(BaseBenchmark):
             {"task_id": t.task_id, "case_id": t.case_id, "repeat": t.repeat, "source": "model"}))
             for t in self.tasks]
 
-    # --- scoring (readings 12, 13) ------------------------------------------------------------------------
+    # --- scoring: exact match first, then the judge or the deterministic scorer ---------------------------------------------------------------
 
     def _decided(self, task: GeoCase, response: Record) -> dict[str, Any] | None:
         """The record of a score reached without a model call, or None when the judge must be asked."""
@@ -305,7 +204,7 @@ class GeoKToolsProtocol(BaseBenchmark):
                               interpreter(read_verdict)))
         return calls
 
-    # --- aggregation (readings 14, 15) --------------------------------------------------------------------
+    # --- aggregation: overall, by K, macro over K --------------------------------------------------------------------
 
     def score(self, responses: Mapping[str, Record], judgements: Mapping[str, Record]) -> dict[str, Any]:
         rows: list[dict[str, Any]] = []
@@ -329,7 +228,7 @@ class GeoKToolsProtocol(BaseBenchmark):
         self.with_metrics(body)
         body |= headline_keys(body, counts)
         if complete and self.repeats > 1:
-            body["repeat_summary"] = repeat_summary(body)
+            body["repeat_summary"] = repeat_summary(self.results(body), METRICS)
         body["methods"] = dict(Counter(r["method"] for r in rows if r["method"]))
         body["status_counts"] = dict(Counter(r["status"] for r in rows))
         body["resumable"] = {"judge_calls": pending}
@@ -370,30 +269,4 @@ class GeoKToolsProtocol(BaseBenchmark):
             strata={case: f"K={rows[0]['K']}" for case, rows in by_case.items()},
             judges={case: {f"repeat {r['repeat']}": r["score"] for r in rows if r["score"] is not None}
                     for case, rows in by_case.items()} if repeats > 1 else {})
-
-
-def headline_keys(body: Mapping[str, Any], counts: Mapping[int, int]) -> dict[str, Any]:
-    """The headline keys scores.json has always had, from the declared metrics."""
-    if not body["complete"]:
-        return {"overall": None, "n": sum(counts.values()), "by_k": None, "macro_over_k": None, "ci": None}
-    return {"overall": metric_value(body, "overall"), "n": sum(counts.values()),
-            "by_k": {str(k): {"mean": metric_value(body, f"K={k}"), "n": counts.get(k, 0)} for k in K_VALUES},
-            "macro_over_k": metric_value(body, "macro_over_k"),
-            "ci": {"overall": metric_ci(body, "overall"), "macro_over_k": metric_ci(body, "macro_over_k"),
-                   "by_k": {str(k): metric_ci(body, f"K={k}") for k in K_VALUES}}}
-
-
-def repeat_summary(body: Mapping[str, Any]) -> dict[str, Any]:
-    """Each repeat's numbers alone, and their mean and s.d. across repeats."""
-    results = GeoKToolsProtocol.results(body)
-    strata = [results.strata[i] for i in results.ids]
-    per_metric = {m.name: stats.per_repeat(m, results.values, strata) for m in METRICS}
-    heads = [{"overall": per_metric["overall"][r], "macro_over_k": per_metric["macro_over_k"][r],
-              "by_k": {str(k): per_metric[f"K={k}"][r] for k in K_VALUES}} for r in range(results.repeats)]
-    return {"per_repeat": heads, "overall": stats.mean_sd(per_metric["overall"]),
-            "macro_over_k": stats.mean_sd(per_metric["macro_over_k"]),
-            "by_k": {str(k): stats.mean_sd(per_metric[f"K={k}"]) for k in K_VALUES}}
-
-
-# --- what the string scorer cannot see (reading 23) -------------------------------------------
 

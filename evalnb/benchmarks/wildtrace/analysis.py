@@ -14,15 +14,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from evalnb.benchmarks.base import judge_table
 from evalnb.benchmarks.wildtrace.imported import report_table
 from evalnb.benchmarks.wildtrace.repeats import repeat_key
-from evalnb.benchmarks.wildtrace.protocol import (ANSWER_PROMPT, JUDGE_PROMPT, WildTraceProtocol, points_awarded,
-                                                  read_tasks)
+from evalnb.benchmarks.wildtrace.prompt_text import ANSWER_PROMPT, JUDGE_PROMPT
+from evalnb.benchmarks.wildtrace.protocol import WildTraceProtocol
+from evalnb.benchmarks.wildtrace.tasks import read_tasks
+from evalnb.benchmarks.wildtrace.verdicts import points_awarded
 from evalnb.core.reasoning import reasoning_passages
 from evalnb.core.types import Fact, ItemEvidence, Passage, Record, RunScores, Table
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnb.core.figures import ReportFigure
+    from evalnb.views.figures import ReportFigure
 
 
 class WildTrace(WildTraceProtocol):
@@ -108,7 +110,7 @@ class WildTrace(WildTraceProtocol):
     @classmethod
     def figure(cls, scores: Mapping[str, Any]) -> ReportFigure:
         """Each judge's normalised scores as a strip plot, with its mean and interval."""
-        from evalnb.core.plots import judge_strip_plot
+        from evalnb.views.plots import judge_strip_plot
 
         results = cls.results(scores)
         per_judge: dict[str, list[float]] = {}
@@ -187,7 +189,7 @@ def points_distribution(runs: Sequence[RunScores]) -> ReportFigure:
     """Per task, each run's points as a share of the task's rubric points (panel mean of
     the judges' totals): tasks sorted by their mean share over runs, lowest first, runs side
     by side."""
-    from evalnb.core.plots import dodged_bars
+    from evalnb.views.plots import dodged_bars
 
     shares: dict[str, dict[str, float]] = {}
     for label, scores in runs:

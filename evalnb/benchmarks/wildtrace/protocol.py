@@ -1,9 +1,9 @@
 """WildTrace: evidence-withheld long-document QA, judged by a three-judge panel.
 
-The protocol, top to bottom: the prompts and settings (spec §1, §2, §4), the tasks, the
-contestant's call (a document over the model's cap is out of context: scored 0 and sent to
-nobody, readings 1-4), the judges' calls and their replies (readings 7-8), the task score
-(readings 5 and 9) and the declared metrics (reading 10). What a reader sees (evidence,
+The protocol, top to bottom: the settings (spec §2, §4), the tasks (:mod:`.tasks`), the
+contestant's call with the prompt of :mod:`.prompt_text` (a document over the model's cap is
+out of context: scored 0 and sent to nobody), the judges' calls and their replies read by
+:mod:`.verdicts`, the task score and the declared metrics. What a reader sees (evidence,
 figures, tables across runs) is in :mod:`evalnb.benchmarks.wildtrace.analysis`.
 """
 
@@ -14,70 +14,28 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ClassVar
 
 from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark
 from evalnb.benchmarks.wildtrace.caps import caps_for, caps_table, route_for, unlisted_warning
-from evalnb.benchmarks.wildtrace import repeats
+import evalnb.benchmarks.wildtrace.repeats as repeats
 from evalnb.benchmarks.wildtrace.imported import ImportedResponses, read_responses, source_model_warning
-from evalnb.benchmarks.wildtrace.tasks import RubricItem, WildTraceTask, read_tasks
-from evalnb.core import metrics, prompts
+from evalnb.benchmarks.wildtrace.tasks import WildTraceTask, read_tasks
+from evalnb.benchmarks.wildtrace.verdicts import read_verdict
+from evalnb.stats import metrics
 from evalnb.core.data import Corpus, Where
-from evalnb.core.replies import JudgeReplyError, as_number, field_of, interpreter, is_json_number, reply_of
+from evalnb.core.replies import interpreter, reply_of
 from evalnb.core.run_config import RunConfig
 from evalnb.core.types import Call, ChatRequest, ItemResults, Metric, Prepared, Record, Status
 
-# --- the prompts (spec §1 and §4, verbatim) and the settings (§2, §4) ------------------------------
-
-ANSWER_PROMPT = """Answer using ONLY the document below. Include every specific detail from the text.
-
-Question: {question}
-
-Document:
-{document}"""
-
-JUDGE_PROMPT = """STRICT grader. Only award points for SPECIFIC details present.
-QUESTION: {question}
-RUBRIC:
-{rubric}
-RESPONSE:
-{response}
-Reply JSON: {"points_awarded":[<pts>],"total":<sum>}"""
-
-# Spec README reading 7: the truncations the judge prompt applies.
-JUDGE_QUESTION_CHARS = 600
-JUDGE_CRITERION_CHARS = 260
-JUDGE_RESPONSE_CHARS = 5000
-
-
-def render_answer_prompt(question: str, document: str) -> str:
-    """The contestant's single user turn: document and question only (spec §1)."""
-    # Concatenation instead of fill(): documents reach 2.85 million characters and the
-    # template's only placeholders are these two, in this order.
-    head, rest = ANSWER_PROMPT.split("{question}")
-    mid, tail = rest.split("{document}")
-    return head + question + mid + document + tail
-
-
-def format_points(points: float) -> str:
-    """Points as the release writes them: ``40``, not ``40.0``; ``2.5`` stays ``2.5``."""
-    return str(int(points)) if float(points).is_integer() else repr(float(points))
-
-
-def render_judge_prompt(question: str, rubric: Sequence[RubricItem], response: str) -> str:
-    """The judge's prompt, truncating question, criteria and response as reading 7 says."""
-    lines = "\n".join(
-        f"P{i} ({format_points(item.points)}pts): {item.criterion[:JUDGE_CRITERION_CHARS]}"
-        for i, item in enumerate(rubric, start=1)
-    )
-    return prompts.fill(JUDGE_PROMPT, {
-        "question": question[:JUDGE_QUESTION_CHARS],
-        "rubric": lines,
-        "response": response[:JUDGE_RESPONSE_CHARS],
-    })
-
+# Importable from the protocol as before: the prompts' texts and filling, and the reply's reading.
+from evalnb.benchmarks.wildtrace.prompt_text import (ANSWER_PROMPT as ANSWER_PROMPT, JUDGE_PROMPT as JUDGE_PROMPT,
+                                                     prompt_texts, render_answer_prompt,
+                                                     render_judge_prompt)
+from evalnb.benchmarks.wildtrace.verdicts import (normalise as normalise, parse_total as parse_total,
+                                                  points_awarded as points_awarded)
 
 # Spec §2 and §4.
 TEMPERATURE = 0.1
@@ -86,13 +44,8 @@ MAX_TOKENS_REASONING = 32768
 JUDGE_MAX_TOKENS = 16384
 
 
-def prompt_texts() -> dict[str, str]:
-    """The templates whose text makes scores comparable (hashed into the fingerprint)."""
-    return {"wildtrace_answer": ANSWER_PROMPT, "wildtrace_judge": JUDGE_PROMPT}
-
-
-# Reading 5: final statuses that score 0; only "ok" is judged; failed_transient is resumable.
-# Reading 29: an imported file's unanswered task is missing, final, 0.
+# The final statuses that score 0; only "ok" is judged; failed_transient is resumable. An
+# imported file's unanswered task is missing, final, and scores 0.
 ZERO_STATUSES = (Status.OUT_OF_CONTEXT, Status.REFUSED, Status.EMPTY, Status.FAILED_PERMANENT, Status.MISSING)
 AGGREGATION_POLICY = (
     "wildtrace/1: judge score = total / sum(rubric points), clamped to [0,1]; task score = "
@@ -101,7 +54,7 @@ AGGREGATION_POLICY = (
     "missing/failed/out-of-context zero-filled; null while anything is resumable")
 
 
-# --- the calls' settings and the judge's reply (readings 7, 8, 11); the tasks: see tasks.py -----------------------------------
+# --- the calls' settings -----------------------------------------------------------------------
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -123,57 +76,19 @@ def judge_request(task: WildTraceTask, response: str, settings: Mapping[str, Any
                        max_tokens=settings[token_param], temperature=settings["temperature"])
 
 
-def read_verdict(reply: str, max_points: float) -> tuple[float, dict[str, Any]]:
-    """Reading 8: the total, normalised by the rubric's points with the clamp recorded."""
-    total = parse_total(reply)
-    verdict = normalise(total, max_points)
-    return verdict.score, {"total": total, "clamped": verdict.clamped}
-
-
-def parse_total(reply: str) -> float:
-    value, _ = field_of(reply, "total")
-    number = as_number(value)
-    if number is None:
-        raise JudgeReplyError(f"'total' is not a number: {value!r}")
-    return number
-
-
-def points_awarded(reply: str | None) -> list[float] | None:
-    """The judge's per-item points, when its reply lists them as numbers; else None."""
-    try:
-        value, _ = field_of(reply or "", "points_awarded")
-    except JudgeReplyError:
-        return None
-    if not isinstance(value, list) or not all(is_json_number(v) for v in value):
-        return None
-    numbers = [as_number(v) for v in value]
-    return None if any(n is None for n in numbers) else [float(n or 0.0) for n in numbers]
-
-
-@dataclass(frozen=True)
-class Normalised:
-    score: float
-    clamped: bool
-
-
-def normalise(total: float, max_points: float) -> Normalised:
-    raw = total / max_points
-    score = min(1.0, max(0.0, raw))
-    return Normalised(score, clamped=score != raw)
-
-
 def panel_mean(scores: Sequence[float | None]) -> float | None:
-    """Reading 9: a task's score exists only when every configured judge has one."""
+    """A task's score exists only when every configured judge has one."""
     if not scores or any(s is None for s in scores):
         return None
     return sum(scores) / len(scores)  # type: ignore[arg-type]
 
-# --- the score rule (readings 5 and 9) -------------------------------------------------------------
+
+# --- the score rule ---------------------------------------------------------------------------------
 
 def task_score(status: str, judge_scores: Sequence[float | None]) -> float | None:
     """A task's score: the panel mean of its judges' normalised scores when it was answered ``ok``
-    and every configured judge has scored it (reading 9); 0 for a final non-ok answer
-    (out of context, refused, empty, failed_permanent: reading 5); None while resumable
+    and every configured judge has scored it; 0 for a final non-ok answer (out of
+    context, refused, empty, failed_permanent, missing); None while resumable
     (a transient failure, a missing judge verdict, or no answer yet)."""
     if status == Status.OK:
         return panel_mean(judge_scores)
@@ -182,7 +97,7 @@ def task_score(status: str, judge_scores: Sequence[float | None]) -> float | Non
     return None
 
 
-# --- the metrics (reading 10), over a 1 x tasks matrix; NaN marks a task not answered ok ------------
+# --- the metrics, over a 1 x tasks matrix; NaN marks a task not answered ok ------------
 
 METRICS = (
     Metric("all_tasks", "All: mean over every task in the data file (not answered ok = 0)",
@@ -197,7 +112,7 @@ METRICS = (
 
 
 class WildTraceProtocol(BaseBenchmark):
-    """Spec §1-5, readings 1-11: the calls and the scores (the views are in :mod:`.analysis`)."""
+    """Spec §1-5: the calls and the scores (the views are in :mod:`.analysis`)."""
 
     NAME: ClassVar[str] = "wildtrace"
     METRICS: ClassVar[tuple[Metric, ...]] = METRICS
@@ -216,7 +131,7 @@ class WildTraceProtocol(BaseBenchmark):
     ITEM: ClassVar[type] = WildTraceTask
     ITEM_NOUN: ClassVar[str] = "task"
     ITEM_NOUN_PLURAL: ClassVar[str] = "tasks"
-    CLUSTER_NOUN: ClassVar[str | None] = "document"   # reading 31: tasks about one document are one cluster
+    CLUSTER_NOUN: ClassVar[str | None] = "document"   # tasks about one document are one cluster
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -268,7 +183,7 @@ class WildTraceProtocol(BaseBenchmark):
 
     def fingerprint_parts(self) -> dict[str, Any]:
         # The prompts' texts, the judge panel, the retry policy and the task set are the shared
-        # part's (evalnb.core.fingerprint.shared_parts): runs recorded before kept them here too.
+        # part's (evalnb.records.fingerprint.shared_parts): runs recorded before kept them here too.
         config = self.config
         return {
             "caps": asdict(self.caps),
@@ -287,9 +202,9 @@ class WildTraceProtocol(BaseBenchmark):
         document = self.corpus.read(task.corpus_file)
         route = route_for(document, self.caps)
         fields = {"task_id": task.task_id, **repeats.repeat_fields(repeat, self.repeats), "route": route.as_dict()}
-        if self.imported is not None:   # reading 29: recorded like a generated answer, no call
+        if self.imported is not None:   # recorded like a generated answer, no call
             return Prepared(None, fields | self.imported.record_fields(task.task_id, route.in_scope))
-        if not route.in_scope:   # reading 1: not sent, not truncated
+        if not route.in_scope:   # out of context: not sent, not truncated
             return Prepared(None, fields | {"status": Status.OUT_OF_CONTEXT.value, "text": None})
         request = ChatRequest(render_answer_prompt(task.question, document),
                               max_tokens=settings[self.config.model.token_param],
@@ -300,7 +215,7 @@ class WildTraceProtocol(BaseBenchmark):
         return [Call(repeats.repeat_key(task.task_id, n), "model", functools.partial(self._prepare, task, n))
                 for task in self.tasks for n in range(1, self.repeats + 1)]
 
-    # --- judging (readings 7-9) -----------------------------------------------------------------------
+    # --- judging -------------------------------------------------------------------------------------
 
     def judge_calls(self, responses: Mapping[str, Record]) -> list[Call]:
         settings = decoding(self.config)["judges"]
@@ -318,11 +233,11 @@ class WildTraceProtocol(BaseBenchmark):
                 calls.append(Call(f"{key}::{role}", role, functools.partial(Prepared, request, fields), parse))
         return calls
 
-    # --- aggregation (reading 10) ------------------------------------------------------------------
+    # --- aggregation -----------------------------------------------------------------------------
 
     def _answer(self, task: WildTraceTask, n: int, responses: Mapping[str, Record],
                 judgements: Mapping[str, Record]) -> dict[str, Any]:
-        """One answer (repeat ``n``) of a task: its status, score (readings 5, 9) and verdicts."""
+        """One answer (repeat ``n``) of a task: its status, score and verdicts."""
         key = repeats.repeat_key(task.task_id, n)
         response = responses.get(key)
         status = response["status"] if response else Status.PENDING.value

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalnb.core.data import Where
-from evalnb.core.power import within_item_variance
+from evalnb.stats.power import within_item_variance
 from evalnb.core.run_config import QuietDefault, RunConfig
 from evalnb.core.types import Status
 

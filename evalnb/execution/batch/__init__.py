@@ -8,8 +8,10 @@ the next ``evalnb run`` collects what finished and writes each result into the s
 exactly as a live call's record would be, read by the live provider's own reply reader.
 
 - :mod:`evalnb.execution.batch.journal`: the batch journal in the run directory (``batches.jsonl``).
-- :mod:`evalnb.execution.batch.backends`: one class per provider over its official SDK.
-- :mod:`evalnb.execution.batch.engine`: chunking, submission, collection, failures, waiting.
+- :mod:`evalnb.execution.batch.backends`: one class per provider over its official SDK
+  (``openai_batches``, ``anthropic_batches``, ``gemini_batches``; what they share in ``backend_base``).
+- :mod:`evalnb.execution.batch.engine`: a stage's passes: submission in chunks (``chunk``), waiting.
+- :mod:`evalnb.execution.batch.collect`: a batch looked up, polled, and its results recorded.
 - ``limits.json`` beside this file: each provider's per-batch limits with their sources, and the
   default batch price factor.
 

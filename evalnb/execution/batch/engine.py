@@ -2,25 +2,24 @@
 
 Each pass over a stage (every ``evalnb run``, and every poll under ``--wait``):
 
-1. Every batch of the stage still in flight is advanced: an intent is looked up at the
-   provider (adopted, or abandoned when the provider never got it); a submitted batch is
-   polled once. A finished batch's results are written into the stage's store, one record per
-   call, exactly as the live runner writes them, plus a ``batch`` field naming the batch; a
-   request that failed inside the batch is recorded like the same failure of a live call
-   (transient: resumable; permanent: final); a request the batch did not answer, and every
-   call of a batch that failed or expired as a whole, is transient.
+1. Every batch of the stage still in flight is advanced (:mod:`evalnb.execution.batch.collect`):
+   an intent is looked up at the provider; a submitted batch is polled once; a finished
+   batch's results are written into the stage's store, one record per call, exactly as the
+   live runner writes them.
 2. Every call of a batched endpoint that has no final record and is not in a batch in flight
-   is prepared (a document read only now), and chunks no larger than the provider's limits
-   are submitted, each recorded in the journal as an intent before the provider is asked.
-   A call that failed transiently inside a batch goes into a new batch, or is made live when
-   the endpoint says ``batch: {resend: live}``; a request too large for any batch is made live.
+   is prepared (a document read only now), and chunks (:mod:`evalnb.execution.batch.chunk`)
+   no larger than the provider's limits are submitted, each recorded in the journal as an
+   intent before the provider is asked. A call that failed transiently inside a batch goes
+   into a new batch, or is made live when the endpoint says ``batch: {resend: live}``; a
+   request too large for any batch is made live.
 
 Calls of live endpoints run side by side, as without batch mode, except those a batch in
 flight still holds (an endpoint switched from batch to live mid-run): they wait for it.
 
-An endpoint failure (reading 30), whether a batch met it or a live call (an endpoint's own, a
-resend, a request too large), stops that endpoint for the rest of the stage in this process: one
-:data:`~evalnb.execution.endpoint_gate.Stopped` is shared by the batches and every live round.
+An endpoint failure (a refusal for reasons of the endpoint's own), whether a batch met it or a
+live call (an endpoint's own, a resend, a request too large), stops that endpoint for the rest
+of the stage in this process: one :data:`~evalnb.execution.endpoint_gate.Stopped` is shared by
+the batches and every live round.
 """
 
 from __future__ import annotations
@@ -31,25 +30,25 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-
 from evalnb.execution.batch import limits, wait_interval
-from evalnb.execution.batch.backends import Backend, Outcome, backend_for, epoch, lost, management_error
+from evalnb.execution.batch.backend_base import Backend, management_error
+from evalnb.execution.batch.backends import backend_for
+from evalnb.execution.batch.chunk import Chunk
+from evalnb.execution.batch.collect import Collector
 from evalnb.execution.batch.journal import CALLS_DIR, Entry, Journal
 from evalnb.core.run_config import EndpointConfig
-from evalnb.core.manifest import utc_now
+from evalnb.records.manifest import utc_now
 from evalnb.providers import BATCH_PROVIDERS, make_provider
-from evalnb.core.progress import StageProgress
-from evalnb.providers.base import ChatRequest, Completion, Provider, ProviderError
-from evalnb.providers.streaming import finish_batch
-from evalnb.core.records import JsonlStore
-from evalnb.core.redaction import redact
+from evalnb.views.progress import StageProgress
+from evalnb.providers.base import ChatRequest, Provider
+from evalnb.records.stores import JsonlStore
 from evalnb.providers.retry import RetryPolicy
 from evalnb.execution.endpoint_gate import Stopped
-from evalnb.execution.runner import Call, Record, completion_fields, run_calls, unexpected_failure
+from evalnb.execution.runner import Call, Record, run_calls, unexpected_failure
 
 # Tests only: exit at once after the provider accepted a batch, before the journal says so.
 CRASH_ENV = "EVALNB_CRASH_AFTER_BATCH_CREATE"
@@ -73,38 +72,6 @@ async def run_batched_stage(calls: Sequence[Call], pool: Mapping[str, Provider],
     return batched + live
 
 
-@dataclass
-class Chunk:
-    """A batch being filled: its calls, and its requests spooled to a file (a file input)
-    and/or held in memory (inline requests) while they stay within the inline limit."""
-
-    tag: str
-    spool: Path | None                # the file copy (backends that upload a file), or None
-    inline_limit: int | None          # bytes held inline at most; None: no limit; 0: never inline
-    lines: list[Any] | None = None    # the inline requests, None once past the inline limit
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    size: int = 0
-    reserved_usd: float = 0.0         # its calls' upper bounds at the batch price (the spending ceiling)
-
-    def __post_init__(self) -> None:
-        self.lines = [] if self.inline_limit != 0 else None
-
-    def custom_id(self) -> str:
-        return f"{self.tag}-{len(self.rows)}"
-
-    def add(self, call: Call, fields: Mapping[str, Any], custom_id: str, line: Any, data: bytes) -> None:
-        if self.spool is not None:
-            with self.spool.open("ab") as f:   # documents are not all held at once
-                f.write(data)
-        self.size += len(data)
-        if self.lines is not None:
-            if self.inline_limit is not None and self.size > self.inline_limit:
-                self.lines = None   # too large to send inline: the spooled file goes instead
-            else:
-                self.lines.append(line)
-        self.rows.append({"custom_id": custom_id, "key": call.key, "fields": dict(fields)})
-
-
 class StageBatches:
     """The batch side of one stage in one process: its journal entries, clients and calls."""
 
@@ -120,7 +87,8 @@ class StageBatches:
         self._backends: dict[str, Backend] = {}
         self._clients: list[Provider] = []
         self.budget: Any = None
-        self.stopped: Stopped = {}   # endpoints that refused for reasons of their own (reading 30), live or batched
+        self.stopped: Stopped = {}   # endpoints that refused for reasons of their own, live or batched
+        self.collector = Collector(self.journal, self.by_key, self.stopped)
 
     @property
     def active(self) -> bool:
@@ -151,7 +119,7 @@ class StageBatches:
         try:
             while True:
                 for entry in self.journal.in_flight(self.stage):
-                    statuses += await self.advance(entry, store, done)
+                    statuses += await self.collector.advance(entry, self.backend(entry["endpoint"]), store, done)
                 if self.budget is not None:   # collected batches are spent, no longer reserved
                     self.budget.refresh()
                 again_live = await self.submit_pending(store, done, policy, sent, statuses)
@@ -181,100 +149,6 @@ class StageBatches:
         bar.set_done(total - waiting, total, f"{len(flight)} batch{'es' if len(flight) != 1 else ''} in flight "
                                              f"({waiting:,} calls), next poll in {interval:g}s")
         return bar
-
-    async def advance(self, entry: Entry, store: JsonlStore, done: Any) -> Counter[str]:
-        """Look an intent up, or poll a submitted batch; collect it when it has ended."""
-        backend = self.backend(entry["endpoint"])
-        if backend is None:
-            return Counter()   # its endpoint is no longer configured: left as it is
-        if entry["state"] == "intent":
-            claimed = {e["batch_id"] for e in self.journal.batches() if e.get("batch_id")}
-            try:
-                found = await backend.find(entry["key"], float(entry["intent_ts"]), entry["calls"], claimed)
-            except Exception as error:   # noqa: BLE001 - the provider unreachable: try on the next pass
-                self.note_error(entry, error)
-                return Counter()
-            if found is None:
-                self.journal.update(entry, state="abandoned", note="not found at the provider: never submitted; "
-                                                                   "its calls go into a new batch")
-                return Counter()
-            entry = self.journal.update(entry, state="submitted", batch_id=found, adopted=True,
-                                        submitted_at=entry["intent_at"], submitted_ts=entry["intent_ts"])
-        try:
-            poll = await backend.poll(entry["batch_id"])
-        except Exception as error:   # noqa: BLE001 - polled again on the next pass
-            self.note_error(entry, error)
-            return Counter()
-        if poll.state == "running":
-            # A line per change of state, not per poll: days of --wait keep the journal small.
-            if poll.provider_state != entry.get("provider_state") or entry.get("last_error"):
-                self.journal.update(entry, provider_state=poll.provider_state, counts=poll.counts, last_error=None)
-            return Counter()
-        rows = self.journal.calls(entry)
-        finished_at = poll.finished_at or utc_now()
-        finished = {"provider_state": poll.provider_state, "counts": poll.counts, "finished_at": finished_at}
-        if poll.state == "failed":
-            failure = ProviderError("transient", f"batch failed as a whole ({poll.provider_state})"
-                                    + (f": {poll.error}" if poll.error else ""), code="batch_failed")
-            counts = self.write(entry, rows, {}, failure, store, done, finished_at)
-            self.journal.update(entry, state="failed", error=failure.message, collected_at=utc_now(),
-                                results=dict(counts), **finished)
-            return counts
-        try:
-            results = await backend.results(poll, [r["custom_id"] for r in rows])
-        except Exception as error:   # noqa: BLE001 - collected on the next pass
-            self.journal.update(entry, last_error=redact(management_error(error).message), **finished)
-            return Counter()
-        ours = {r["custom_id"] for r in rows}
-        if entry.get("adopted") and results and not any(cid in ours for cid, _ in results):
-            self.journal.update(entry, state="abandoned", note="adopted by time and size, but its results carry "
-                                                               "another batch's ids: not this run's", **finished)
-            return Counter()
-        # Read as the endpoint reads a live reply (reading 26: a leading think block).
-        outcomes = {cid: finish_batch(getattr(backend, "live", None), outcome) for cid, outcome in results
-                    if cid in ours}
-        missing = lost("expired" if "EXPIRED" in poll.provider_state.upper() else "missing",
-                       f"no result in batch {entry['batch_id']} ({poll.provider_state})")
-        counts = self.write(entry, rows, outcomes, missing, store, done, finished_at)
-        self.journal.update(entry, state="collected", collected_at=utc_now(), results=dict(counts), **finished)
-        return counts
-
-    def note_error(self, entry: Entry, error: Exception) -> None:
-        """Why a batch could not be looked up or polled (recorded once per new message)."""
-        message = redact(management_error(error).message)
-        if message != self.journal.entries.get(entry["key"], entry).get("last_error"):
-            self.journal.update(entry, last_error=message)
-
-    def write(self, entry: Entry, rows: list[dict[str, Any]], outcomes: Mapping[str, Outcome],
-              otherwise: ProviderError, store: JsonlStore, done: Any, finished_at: str) -> Counter[str]:
-        """Each call's record, as the live runner would write it for the same reply."""
-        stored = store.load()
-        counts: Counter[str] = Counter()
-        submitted = float(entry.get("submitted_ts") or entry["intent_ts"])
-        elapsed = round(max(0.0, epoch(finished_at) - submitted), 3)
-        for row in rows:
-            call = self.by_key.get(row["key"])
-            previous = stored.get(row["key"])
-            if call is None or (previous is not None and done(previous)):
-                continue   # no longer asked for, or answered meanwhile: nothing to change
-            outcome = outcomes.get(row["custom_id"], otherwise)
-            record: Record = {"key": call.key, "endpoint": entry["endpoint"], **row["fields"], "attempts": 1,
-                              "waits": [], "started_at": submitted, "elapsed_s": elapsed}
-            if isinstance(outcome, Completion):
-                try:
-                    record.update(completion_fields(outcome))
-                    record.update(call.interpret(outcome))
-                except Exception as error:   # noqa: BLE001 - a failure belongs to its call
-                    record.update(unexpected_failure(error))
-            else:
-                record.update(status=f"failed_{outcome.kind}", text=None, error=outcome.as_dict())
-                if outcome.kind == "endpoint":   # no further batch nor live call to it in this stage
-                    self.stopped.setdefault(entry["endpoint"], outcome)
-            record["batch"] = {"id": entry["batch_id"], "tag": entry["key"], "custom_id": row["custom_id"],
-                               "provider": entry["provider"]}
-            store.append(record)
-            counts[record["status"]] += 1
-        return counts
 
     async def submit_pending(self, store: JsonlStore, done: Any, policy: RetryPolicy, sent: Counter[str],
                              statuses: Counter[str]) -> list[Call]:
@@ -311,7 +185,7 @@ class StageBatches:
                     continue
                 if chunk.rows and (len(chunk.rows) >= limit.max_requests or chunk.size + len(data) > limit.max_bytes):
                     statuses += await self.submit(chunk, role, backend, store)
-                    if role in self.stopped:   # reading 30: no further batch to this endpoint
+                    if role in self.stopped:   # the endpoint refused for reasons of its own: no further batch to it
                         statuses["not_sent"] += len(pending) - index
                         chunk = None
                         break
@@ -373,7 +247,7 @@ class StageBatches:
         except Exception as error:   # noqa: BLE001
             failure = management_error(error)
             if failure.kind != "transient":   # refused outright (the endpoint's own refusal too): no batch
-                counts = self.write(entry | {"batch_id": None}, chunk.rows, {}, failure, store, lambda r: False,
+                counts = self.collector.write(entry | {"batch_id": None}, chunk.rows, {}, failure, store, lambda r: False,
                                     utc_now())
                 self.journal.update(entry, state="rejected", error=failure.as_dict())
                 return counts

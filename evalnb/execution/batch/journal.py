@@ -31,8 +31,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evalnb.core.manifest import utc_now
-from evalnb.core.records import JsonlStore, read_json_if_exists, write_json
+from evalnb.records.manifest import utc_now
+from evalnb.records.stores import JsonlStore, read_json_if_exists, write_json
 
 JOURNAL_NAME = "batches.jsonl"
 CALLS_DIR = "batches"

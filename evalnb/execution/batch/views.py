@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalnb.core.records import read_json_if_exists
+from evalnb.records.stores import read_json_if_exists
 from evalnb.core.run_config import EndpointConfig
 from evalnb.execution.batch.journal import IN_FLIGHT, Entry, in_flight, read_only
 
@@ -90,7 +90,7 @@ def batches_table(run: Any) -> pd.DataFrame:
     calls, submit and finish times, and the statuses its results were recorded with."""
     import pandas as pd
 
-    from evalnb.core.tables import Layout, readable
+    from evalnb.views.tables import Layout, readable
 
     rows = []
     for entry in read_only(run.dir):

@@ -1,0 +1,265 @@
+"""The statistics every benchmark reuses: one seeded, stratified bootstrap over a matrix of
+item scores that gives an interval for any declared metric (in the spirit of rliable's
+``get_interval_estimates``), paired differences, and spread across repeats.
+
+The matrix is repeats x items (NaN where an item has no score of its own). One replicate:
+
+1. for each stratum, in sorted label order, draw ``n_s`` of its columns with replacement
+   (``rng.integers(0, n_s, size=(rows, n_s))``) and put them in that stratum's positions,
+   so every column stays in its stratum (e.g. within K);
+2. when there is more than one repeat, draw for every drawn column ``repeats`` of its rows
+   with replacement (``rng.integers(0, repeats, size=(rows, repeats, items))``): repeats are
+   resampled within their item, not averaged away first;
+3. every metric is computed on the replicate.
+
+Replicates are drawn by the one resampler, :func:`evalnb.stats.resample.index_draws`, in
+blocks of ``rows`` (all ``n_boot`` at once for matrices up to two million cells) from numpy's
+PCG64 generator seeded with ``seed``, so the same seed gives the same intervals on every run
+and machine. The interval is the 95 % percentile interval of the replicates
+(``n_boot = 10000``, seed 0 by default), as the protocols specify; replicates where a metric
+is undefined (no item scored) are left out. With one repeat and
+one stratum, step 1 is the plain bootstrap of the mean over items.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from evalnb.core.types import ChannelMetricFn, Metric, MetricFn
+from evalnb.stats import resample
+
+N_BOOT = 10_000
+CONFIDENCE = 0.95
+METHOD = "percentile bootstrap: items resampled within strata, repeats within items"
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float | None
+    high: float | None
+    mean: float | None          # the metric's value on the data itself
+    n: int                      # items
+    n_boot: int
+    seed: int
+    confidence: float = CONFIDENCE
+    method: str = METHOD
+    repeats: int = 1
+    strata: int = 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _number(value: Any) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def strata_columns(strata: Sequence[str] | None, n: int) -> dict[str, np.ndarray]:
+    """Stratum label -> the indices of its columns, labels sorted (one stratum "" by default)."""
+    labels = np.asarray(list(strata) if strata is not None else [""] * n, dtype=object)
+    if len(labels) != n:
+        raise ValueError(f"{len(labels)} stratum labels for {n} items")
+    return {label: np.flatnonzero(labels == label) for label in sorted(set(labels.tolist()))}
+
+
+def _replicates(stack: np.ndarray, groups: Mapping[str, np.ndarray], n_boot: int, seed: int) -> Any:
+    """Blocks of resampled matrices, shape (layers, rows, repeats, items): the score matrix and
+    each channel (``stack``'s layers) resampled by the same draws (:mod:`evalnb.stats.resample`)."""
+    _, repeats, n = stack.shape
+    for draw in resample.index_draws(resample.generator(seed), n_boot, list(groups.values()), n, repeats=repeats):
+        if draw.repeat_rows is None:
+            yield stack[:, 0][:, draw.columns][:, :, None, :]
+        else:
+            yield stack[:, draw.repeat_rows, draw.columns[:, None, :]]
+
+
+def _channel_stack(matrix: np.ndarray, channels: Mapping[str, Any] | None) -> tuple[np.ndarray, dict[str, int]]:
+    """``matrix`` with every channel stacked under it (same shape), and each channel's layer."""
+    named = dict(channels or {})
+    layers = [matrix]
+    for name, value in named.items():
+        layer = np.asarray(value, dtype=float)
+        layer = layer[None, :] if layer.ndim == 1 else layer
+        if layer.shape != matrix.shape:
+            raise ValueError(f"channel {name!r}: shape {layer.shape}, expected {matrix.shape} like the scores")
+        layers.append(layer)
+    return np.stack(layers), {name: i for i, name in enumerate(named, start=1)}
+
+
+def _call(fn: Any, sample: np.ndarray, groups: Mapping[str, np.ndarray], reads: Sequence[str],
+          layer: Mapping[str, int]) -> Any:
+    """``fn`` on one (stacked) sample: the scores, the strata, and the channels it reads by name."""
+    return fn(sample[0], groups, **{name: sample[layer[name]] for name in reads})
+
+
+def interval_estimates(values: Any, metrics: Mapping[str, MetricFn | ChannelMetricFn], *,
+                       strata: Sequence[str] | None = None, n_boot: int = N_BOOT, seed: int = 0,
+                       confidence: float = CONFIDENCE, channels: Mapping[str, Any] | None = None,
+                       reads: Mapping[str, Sequence[str]] | None = None) -> dict[str, Interval]:
+    """For each metric, its value on ``values`` (repeats x items, or one row of items) and its
+    percentile bootstrap interval, all metrics from the same replicates (see the module doc).
+    ``channels`` (name -> a matrix shaped like ``values``) are resampled with it, and a metric
+    gets those ``reads`` names for it as keyword arguments."""
+    if not metrics:
+        return {}
+    matrix = np.asarray(values, dtype=float)
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    repeats, n = matrix.shape if matrix.size else (max(1, matrix.shape[0]), 0)
+    if n == 0:
+        return {name: Interval(None, None, None, 0, n_boot, seed, confidence, repeats=repeats, strata=0)
+                for name in metrics}
+    groups = strata_columns(strata, n)
+    stack, layer = _channel_stack(matrix, channels)
+    reads = reads or {}
+    draws: dict[str, list[np.ndarray]] = {name: [] for name in metrics}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for sample in _replicates(stack, groups, n_boot, seed):
+            for name, fn in metrics.items():
+                value = _call(fn, sample, groups, reads.get(name, ()), layer)
+                draws[name].append(np.asarray(value, dtype=float).reshape(sample.shape[1]))
+        points = {name: _number(_call(fn, stack, groups, reads.get(name, ()), layer)) for name, fn in metrics.items()}
+    alpha = (1 - confidence) / 2
+    out = {}
+    for name in metrics:
+        reps = np.concatenate(draws[name])
+        reps = reps[np.isfinite(reps)]
+        low, high = (np.quantile(reps, [alpha, 1 - alpha]) if len(reps) else (math.nan, math.nan))
+        out[name] = Interval(_number(low), _number(high), points[name], n, n_boot, seed, confidence,
+                             repeats=repeats, strata=len(groups))
+    return out
+
+
+def check_channels(metrics: Sequence[Metric], channels: Mapping[str, Any] | None) -> None:
+    """ValueError naming a metric that reads a channel the results do not have."""
+    for metric in metrics:
+        if missing := [c for c in metric.channels if c not in (channels or {})]:
+            raise ValueError(f"metric {metric.name!r} reads channel(s) {', '.join(missing)}, which the results do "
+                             f"not have ({', '.join(channels or {}) or 'none'})")
+
+
+def metric_value(metric: Metric, values: Any, strata: Sequence[str] | None = None,
+                 channels: Mapping[str, Any] | None = None) -> float | None:
+    """The value of a declared metric on ``values`` (repeats x items, or one row of items): its
+    function called with the strata and, by keyword, the channels it declares (``Metric.channels``,
+    taken from ``channels``: the run's ``ItemResults.channels``, each shaped like ``values``), as
+    the bootstrap calls it on every replicate; None where it is undefined (no item counted).
+    Every view that recomputes a declared metric outside the bootstrap calls this."""
+    check_channels([metric], channels)
+    matrix = np.asarray(values, dtype=float)
+    matrix = matrix[None, :] if matrix.ndim == 1 else matrix
+    groups = strata_columns(strata, matrix.shape[-1])
+    stack, layer = _channel_stack(matrix, {name: (channels or {})[name] for name in metric.channels})
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _number(_call(metric.fn, stack, groups, metric.channels, layer))
+
+
+def metric_intervals(values: Any, metrics: Sequence[Metric], *, strata: Sequence[str] | None = None,
+                     n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE,
+                     channels: Mapping[str, Any] | None = None) -> dict[str, Interval]:
+    """:func:`interval_estimates` for declared metrics (those with ``interval``); the others get
+    their value only (:func:`metric_value`). ``channels``: the run's per-item channels
+    (``ItemResults.channels``), of which each metric reads those it declares."""
+    channels = channels or {}
+    check_channels(metrics, channels)
+    with_ci = {m.name: m.fn for m in metrics if m.interval}
+    reads = {m.name: m.channels for m in metrics}
+    out = interval_estimates(values, with_ci, strata=strata, n_boot=n_boot, seed=seed, confidence=confidence,
+                             channels=channels, reads=reads)
+    matrix = np.asarray(values, dtype=float)
+    matrix = matrix[None, :] if matrix.ndim == 1 else matrix
+    if matrix.size:
+        _channel_stack(matrix, channels)   # every channel shaped like the scores, as the bootstrap checks
+    groups = strata_columns(strata, matrix.shape[-1]) if matrix.size else {}
+    for metric in metrics:
+        if not metric.interval:
+            value = metric_value(metric, matrix, strata, channels) if matrix.size else None
+            out[metric.name] = Interval(None, None, value, matrix.shape[-1] if matrix.size else 0, 0, seed,
+                                        confidence, method="no interval", repeats=len(matrix), strata=len(groups))
+    return out
+
+
+# --- metric building blocks: functions of (..., repeats, items) arrays, safe on empty strata ----------
+
+def cell_mean(values: np.ndarray, columns: np.ndarray | None = None, *, missing: str = "exclude") -> np.ndarray:
+    """Mean over repeats and items (of ``columns`` only, when given). ``missing="exclude"``
+    leaves NaN cells out (NaN when none is left); ``"zero"`` counts them as 0."""
+    part = values if columns is None else values[..., columns]
+    if missing == "zero":
+        part = np.nan_to_num(part, nan=0.0)
+    present = ~np.isnan(part)
+    total = np.where(present, part, 0.0).sum(axis=(-2, -1))
+    count = present.sum(axis=(-2, -1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def share_present(values: np.ndarray) -> np.ndarray:
+    """The share of cells that hold a score."""
+    return (~np.isnan(values)).mean(axis=(-2, -1))
+
+
+def macro_mean(values: np.ndarray, strata: Mapping[str, np.ndarray], *, missing: str = "exclude") -> np.ndarray:
+    """The mean of the per-stratum means, over strata that have items."""
+    means = [cell_mean(values, idx, missing=missing) for idx in strata.values() if len(idx)]
+    if not means:
+        return np.full(values.shape[:-2], np.nan)
+    stacked = np.stack(means)
+    present = ~np.isnan(stacked)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(present.any(axis=0), np.where(present, stacked, 0.0).sum(axis=0) / present.sum(axis=0), np.nan)
+
+
+# --- the plain cases ------------------------------------------------------------------------------
+
+def mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def _mean_fn(values: np.ndarray, strata: Mapping[str, np.ndarray]) -> np.ndarray:
+    return cell_mean(values)
+
+
+def bootstrap_ci(values: Sequence[float], *, n_boot: int = N_BOOT, seed: int = 0,
+                 confidence: float = CONFIDENCE, strata: Sequence[str] | None = None) -> Interval:
+    """Percentile interval of the mean of ``values`` (one score per item)."""
+    return interval_estimates(list(values), {"mean": _mean_fn}, strata=strata, n_boot=n_boot, seed=seed,
+                              confidence=confidence)["mean"]
+
+
+def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], *, n_boot: int = N_BOOT,
+                        seed: int = 0, confidence: float = CONFIDENCE,
+                        strata: Sequence[str] | None = None) -> Interval:
+    """Interval of mean(a - b) over paired items, resampling items (not models)."""
+    if len(a) != len(b):
+        raise ValueError("paired samples must have the same length")
+    return bootstrap_ci([x - y for x, y in zip(a, b)], n_boot=n_boot, seed=seed, confidence=confidence,
+                        strata=strata)
+
+
+def per_repeat(metric: Metric, values: Any, strata: Sequence[str] | None = None,
+               channels: Mapping[str, Any] | None = None) -> list[float | None]:
+    """The metric on each repeat's row alone (:func:`metric_value` on the row and its channels' rows)."""
+    matrix = np.asarray(values, dtype=float)
+    stack, layer = _channel_stack(matrix, channels)
+    return [metric_value(metric, stack[0, r:r + 1], strata, {name: stack[i, r:r + 1] for name, i in layer.items()})
+            for r in range(matrix.shape[0])]
+
+
+def mean_sd(values: Sequence[float | None]) -> dict[str, float | int | None]:
+    """Mean and sample standard deviation (n - 1) across repeats; null entries are skipped."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return {"mean": None, "sd": None, "n": 0}
+    sd = float(np.std(present, ddof=1)) if len(present) > 1 else None
+    return {"mean": float(np.mean(present)), "sd": sd, "n": len(present)}
+
+
+def is_finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
