@@ -90,7 +90,12 @@ def test_compare_pairs_ranks_and_compare_json(tmp_path: Path) -> None:
     documents = np.repeat(np.arange(12), 4)
     ols = sm.OLS(a - b, np.ones(48)).fit(cov_type="cluster", cov_kwds={"groups": documents})
     assert strong["se_delta"] == pytest.approx(float(ols.bse[0]))
-    assert strong["mde"] == pytest.approx(2.8016 * strong["se_delta"], rel=1e-3)
+    # 12 documents, one stratum: Student t on 11 degrees of freedom in place of the normal's 2.80
+    assert strong["df"] == 11
+    t_sum = scipy_stats.t.ppf(0.975, 11) + scipy_stats.t.ppf(0.8, 11)
+    assert strong["mde"] == pytest.approx(t_sum * strong["se_delta"], rel=1e-9)
+    assert strong["p_t"] == pytest.approx(2 * scipy_stats.t.sf(abs(strong["delta"]) / strong["se_delta"], 11), rel=1e-2)
+    assert "approximate" in strong["note"] and "12 documents" in strong["note"]
     holm = sorted(p["p_holm"] for k, p in pairs.items() if k[0] == "all_tasks")
     assert holm[0] >= min(p["p"] for k, p in pairs.items() if k[0] == "all_tasks")
 

@@ -76,6 +76,8 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
         for row in rows:
             rank = ranks[row["model"]]
             row |= {"rank": rank.rank, "rank_interval": rank.interval_text, "p_first": rank.p_first}
+            if rank.note:   # few clusters: the order's uncertainty withheld or approximate, and why
+                row["rank_note"] = rank.note
     table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
     cmp.tables["leaderboard"] = table
     return readable(table, leaderboard_layout(cmp.benchmark, list(table.columns)))
@@ -85,10 +87,10 @@ def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout
     """The leaderboard as shown: each model, then each headline metric's estimate and n. The
     other metrics, and every raw number, are in compare.json and leaderboard.csv."""
     shown = {m.name: m.label.split(":")[0] for m in bench.metrics() if m.headline}
-    kept = ("model", "run", "rank_interval", "p_first")   # how sure the order is, where the joint bootstrap ran
+    kept = ("model", "run", "rank_interval", "p_first", "rank_note")   # how sure the order is, where the joint bootstrap ran
     others = [c for c in columns if c not in kept and not any(c == m or c.startswith(f"{m}_") for m in shown)]
     return estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others,
-                            rename={"rank_interval": "rank (95% interval)", "p_first": "P(first)"})
+                            rename={"rank_interval": "rank (95% interval)", "p_first": "P(first)", "rank_note": "rank note"})
 
 
 def repeats_table(cmp: Comparison) -> pd.DataFrame:
@@ -129,7 +131,8 @@ def leaderboard_figure(cmp: Comparison) -> ReportFigure:
                + (f" {OFFLINE_NOTE}" if any(offline) else ""))
     names = list(table.index)
     if "rank_interval" in table:   # how sure each place is (rank interval, P(first): the joint cluster bootstrap)
-        names = [f"{m}\nrank {r}, P(first) {p:.2f}" for m, r, p in zip(names, table["rank_interval"], table["p_first"])]
+        names = [f"{m}\nrank {r}" + (f", P(first) {p:.2f}" if pd.notna(p) else "")
+                 for m, r, p in zip(names, table["rank_interval"], table["p_first"])]
     with figure_style():
         fig = new_figure((ONE_COLUMN if len(metrics) == 1 else TWO_COLUMNS, 0.3 * len(table) + 0.9), caption=caption)
         axes = fig.subplots(1, len(metrics), squeeze=False, sharey=True)

@@ -1,0 +1,205 @@
+"""Small samples: few documents, scores near 0 or 1. Seeded simulations with a known truth
+(probit scores with a document effect shared by both models and a document-by-model effect),
+the truth computed in closed form, never from the code under test; the t quantiles against
+scipy, Wilson's interval against statsmodels' ``proportion_confint``.
+
+Sized to run in seconds; ``bench/bench_smallsample.py`` runs the same cells with more datasets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+from statsmodels.stats.proportion import proportion_confint
+
+from evalnb.stats import bounded, clustered, metrics, pairwise, smallsample
+from evalnb.stats.ranks import rank_summaries
+
+TASKS_PER_DOCUMENT = 20
+BASE, SHARED, INTERACTION = 0.7, 0.5, 0.3
+
+
+def documents(rng: np.random.Generator, n_docs: int, shift: float = 0.0) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Two models' 0/1 scores on ``n_docs`` documents of 20 tasks (``shift``: B's probit offset)."""
+    base, doc = scipy_stats.norm.ppf(BASE), rng.normal(0, SHARED, n_docs)
+    size = n_docs * TASKS_PER_DOCUMENT
+    a = np.repeat(doc + rng.normal(0, INTERACTION, n_docs), TASKS_PER_DOCUMENT)
+    b = np.repeat(doc + rng.normal(0, INTERACTION, n_docs), TASKS_PER_DOCUMENT) + shift
+    ya = (rng.random(size) < scipy_stats.norm.cdf(base + a)).astype(float)
+    yb = (rng.random(size) < scipy_stats.norm.cdf(base + b)).astype(float)
+    return ya, yb, [f"doc{d}" for d in np.repeat(np.arange(n_docs), TASKS_PER_DOCUMENT)]
+
+
+def true_accuracy() -> float:
+    """E Φ(μ + u), u ~ N(0, s²) = Φ(μ / √(1 + s²))."""
+    return float(scipy_stats.norm.cdf(scipy_stats.norm.ppf(BASE) / np.sqrt(1 + SHARED ** 2 + INTERACTION ** 2)))
+
+
+def form(scores: np.ndarray) -> clustered.RatioForm:
+    found = clustered.form_of(metrics.mean(), scores[None, :], {"": np.arange(len(scores))})
+    assert found is not None
+    return found
+
+
+def pair(ya: np.ndarray, yb: np.ndarray, labels: list[str], seed: int, n_boot: int = 200) -> pairwise.PairedDifference:
+    design = clustered.Design.of(len(ya), labels)
+    fa, fb = form(ya), form(yb)
+    draws = clustered.bootstrap_draws({"a": fa, "b": fb}, design, n_boot=n_boot, seed=seed)
+    found = pairwise.paired_difference("m", "A", "B", fa, fb, design, draws["a"], draws["b"], noun="document")
+    return pairwise.with_holm([found])[0]
+
+
+@pytest.mark.parametrize("n_docs", [1, 2, 3, 5, 10])
+def test_equal_models_get_a_verdict_at_most_seven_percent_of_the_time(n_docs: int) -> None:
+    rng = np.random.default_rng(100 + n_docs)
+    datasets = 250
+    said = [pair(*documents(rng, n_docs), seed=r).verdict for r in range(datasets)]
+    ahead = sum(v is not None and v.endswith("ahead") for v in said) / datasets
+    withheld = sum(v is not None and v.startswith("withheld") for v in said) / datasets
+    assert ahead <= 0.07, (n_docs, ahead)
+    if n_docs < smallsample.MIN_CLUSTERS:   # too few documents: no verdict, and the row says why
+        assert withheld == 1.0 and said[0] == f"withheld: {n_docs} document{'s' if n_docs > 1 else ''} (at least 5 are needed)"
+
+
+def test_a_real_difference_is_still_found_with_enough_documents() -> None:
+    rng = np.random.default_rng(7)
+    said = [pair(*documents(rng, 40, shift=-0.8), seed=r).verdict for r in range(40)]
+    assert sum(v == "A ahead" for v in said) >= 30
+
+
+def test_t_intervals_cover_at_ten_documents_and_the_bootstrap_is_marked_approximate() -> None:
+    rng = np.random.default_rng(11)
+    truth, datasets, covered = true_accuracy(), 300, {"mean": 0, "difference": 0}
+    for r in range(datasets):
+        ya, yb, labels = documents(rng, 10)
+        design = clustered.Design.of(len(ya), labels)
+        fa = form(ya)
+        entry = clustered.small_sample(fa, design, clustered.uncertainty(fa, design), "document")
+        t_ci = entry["t_ci"]
+        assert t_ci["df"] == 9 and t_ci["approximate"] is True
+        covered["mean"] += t_ci["low"] <= truth <= t_ci["high"]
+        found = pair(ya, yb, labels, seed=r, n_boot=50)
+        covered["difference"] += found.t_low <= 0 <= found.t_high
+        assert found.note is not None and found.note.startswith("approximate bootstrap interval: 10 documents")
+    share = {k: v / datasets for k, v in covered.items()}
+    assert min(share.values()) >= 0.93, share
+
+
+def test_t_interval_and_p_are_student_t_on_clusters_minus_strata() -> None:
+    stratum = np.array([0, 0, 0, 1, 1, 1, 1])
+    held = smallsample.support(stratum, np.ones(7, bool))
+    assert (held.n_clusters, held.df, held.withheld) == (7, 5, None)
+    assert smallsample.t_p(0.1, 0.04, 5) == pytest.approx(2 * scipy_stats.t.sf(2.5, 5))
+    low, high = smallsample.t_interval(0.5, 0.1, 5)
+    assert (low, high) == pytest.approx((0.5 - 0.1 * scipy_stats.t.ppf(0.975, 5), 0.5 + 0.1 * scipy_stats.t.ppf(0.975, 5)))
+    lone = smallsample.support(np.array([0, 0, 0, 0, 0, 1]), np.ones(6, bool), "case")
+    assert lone.df is None and lone.withheld == "withheld: a stratum holds a single case (its spread is unknown)"
+
+
+def test_a_stratum_of_one_cluster_prints_no_cluster_interval() -> None:
+    values = np.array([[1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0]])
+    strata = ["K=1"] * 10 + ["K=2"]
+    labels = ["d1", "d1", "d2", "d2", "d3", "d3", "d4", "d4", "d5", "d5", "d6"]
+    metric = metrics_mean()
+    got = clustered.metric_uncertainty(values, [metric], strata=strata, clusters=labels, cluster_noun="document",
+                                       n_boot=100, seed=0)["metrics"]["mean"]
+    assert got["clustered_se"] is None
+    assert got["cluster_ci"]["low"] is None and "single document" in got["cluster_ci"]["note"]
+
+
+def metrics_mean():  # type: ignore[no-untyped-def]
+    from evalnb.core.types import Metric
+
+    return Metric("mean", "mean", metrics.mean())
+
+
+def results(scores: np.ndarray, labels: list[str]):  # type: ignore[no-untyped-def]
+    from evalnb.core.types import ItemResults
+
+    ids = tuple(f"t{i}" for i in range(len(scores)))
+    return ItemResults(ids, [list(scores)], dict(zip(ids, scores)), {i: "ok" for i in ids}, {i: True for i in ids},
+                       clusters=dict(zip(ids, labels)))
+
+
+@pytest.mark.parametrize(("n_docs", "shown"), [(3, "withheld"), (12, "approximate"), (40, None)])
+def test_ranks_and_p_first_withheld_or_approximate_by_the_number_of_documents(n_docs: int, shown: str | None) -> None:
+    from evalnb.comparison import joint
+
+    rng = np.random.default_rng(n_docs)
+    ya, yb, labels = documents(rng, n_docs)
+    found = joint.joint_bootstrap(type("Bench", (), {"CLUSTER_NOUN": "document"}),
+                                  [("A", results(ya, labels)), ("B", results(yb, labels))], [metrics_mean()],
+                                  n_boot=200, seed=0)
+    ranks = joint.ranks(found, "mean")
+    plain = rank_summaries({k: found.forms[(k, "mean")].value() for k in "AB"},
+                           {k: found.draws[(k, "mean")] for k in "AB"})
+    for k in "AB":
+        assert ranks[k].rank == plain[k].rank
+        if shown == "withheld":
+            assert ranks[k].p_first is None and ranks[k].interval_text == "withheld"
+            assert ranks[k].note == "withheld: 3 documents (at least 5 are needed)"
+        else:
+            assert ranks[k].p_first == plain[k].p_first and ranks[k].interval_text == plain[k].interval_text
+            assert (ranks[k].note is not None) == (shown == "approximate")
+
+
+# --- scores near the bounds -------------------------------------------------------------------------
+
+def test_wilson_is_statsmodels_wilson() -> None:
+    for k, n in ((29, 30), (30, 30), (0, 10), (7, 12)):
+        assert bounded.wilson(k / n, n) == pytest.approx(proportion_confint(k, n, method="wilson"), abs=1e-12)
+
+
+def bounded_of(y: np.ndarray, labels: list[str] | None = None) -> dict:  # type: ignore[type-arg]
+    design = clustered.Design.of(len(y), labels)
+    f = form(y)
+    return clustered.small_sample(f, design, clustered.uncertainty(f, design), "task")["bounded_ci"]
+
+
+def test_wilson_on_the_effective_n_covers_at_095_with_30_items_where_the_percentile_does_not() -> None:
+    """Coverage exactly, over every possible count k of 30 independent items (binomial weights),
+    and the percentile bootstrap beside it by seeded simulation."""
+    from evalnb.stats import intervals
+
+    exact = 0.0
+    for k in range(31):
+        ci = bounded_of(np.array([1.0] * k + [0.0] * (30 - k)))
+        assert ci["high"] > ci["low"]   # never of zero width, even where every item scored 1
+        exact += scipy_stats.binom.pmf(k, 30, 0.95) * (ci["low"] <= 0.95 <= ci["high"])
+    assert exact >= 0.93, exact
+    rng = np.random.default_rng(5)
+    datasets, percentile, zero_width = 300, 0, 0
+    for r in range(datasets):
+        boot = intervals.bootstrap_ci(list((rng.random(30) < 0.95).astype(float)), n_boot=200, seed=r)
+        percentile += boot.low <= 0.95 <= boot.high
+        zero_width += boot.low == boot.high
+    assert percentile / datasets < 0.9 and zero_width > 0   # what the protocol's interval does here
+
+
+def test_wilson_on_clustered_scores_near_the_bound_covers() -> None:
+    """Ten documents of five tasks, accuracy about 0.95 with a document effect: the interval on
+    the effective n (items / design effect) covers the closed-form truth."""
+    rng = np.random.default_rng(9)
+    mu, sd = scipy_stats.norm.ppf(0.95), 0.4
+    truth = float(scipy_stats.norm.cdf(mu / np.sqrt(1 + sd ** 2)))
+    labels = [f"d{i // 5}" for i in range(50)]
+    datasets, covered = 400, 0
+    for _ in range(datasets):
+        y = (rng.random(50) < scipy_stats.norm.cdf(mu + np.repeat(rng.normal(0, sd, 10), 5))).astype(float)
+        ci = bounded_of(y, labels)
+        covered += ci["low"] <= truth <= ci["high"]
+    assert covered / datasets >= 0.93, covered / datasets
+
+
+def test_all_equal_scores_get_a_wilson_interval_on_the_clusters_and_no_mde() -> None:
+    ones = np.ones(40)
+    labels = [f"d{i // 4}" for i in range(40)]
+    design = clustered.Design.of(40, labels)
+    f = form(ones)
+    found = clustered.uncertainty(f, design)
+    entry = clustered.small_sample(f, design, found, "document")
+    assert found.clustered_se == 0 and entry["bounded_ci"]["n_effective"] == 10
+    assert entry["bounded_ci"]["low"] == pytest.approx(proportion_confint(10, 10, method="wilson")[0])
+    from evalnb.stats import power
+
+    assert power.mde(0.0) is None and power.mde(None) is None
