@@ -203,3 +203,33 @@ def test_all_equal_scores_get_a_wilson_interval_on_the_clusters_and_no_mde() -> 
     from evalnb.stats import power
 
     assert power.mde(0.0) is None and power.mde(None) is None
+
+
+# --- repeats ----------------------------------------------------------------------------------------
+
+def test_whole_item_bootstrap_is_the_item_mean_bootstrap_and_covers_at_k3() -> None:
+    """With ``resample_repeats=False`` a drawn item brings all its K answers: exactly the
+    bootstrap of item means (numpy, from the recipe); over seeded datasets it covers the true
+    mean near 95 %, while resampling the repeats again within items is wider than it."""
+    from evalnb.stats import intervals
+
+    rng = np.random.default_rng(21)
+    n, k, datasets = 60, 3, 200
+    covered, ratio = 0, []
+    for r in range(datasets):
+        quality = rng.beta(2, 2, n)   # true mean 0.5
+        answers = (rng.random((k, n)) < quality).astype(float)
+        got = intervals.interval_estimates(answers, {"m": lambda v, s: intervals.cell_mean(v)}, n_boot=300, seed=r,
+                                           resample_repeats=False)["m"]
+        again = intervals.interval_estimates(answers, {"m": lambda v, s: intervals.cell_mean(v)}, n_boot=300,
+                                             seed=r)["m"]
+        if r == 0:
+            means = answers.mean(axis=0)
+            draws = means[np.random.default_rng(0).integers(0, n, size=(300, n))].mean(axis=1)
+            assert (got.low, got.high) == pytest.approx(tuple(np.quantile(draws, [0.025, 0.975])), abs=1e-12)
+        covered += got.low <= 0.5 <= got.high
+        assert got.low is not None and got.high is not None and again.low is not None and again.high is not None
+        ratio.append((again.high - again.low) / (got.high - got.low))
+    print({"coverage": covered / datasets, "width ratio": float(np.mean(ratio))})
+    assert covered / datasets >= 0.93, covered / datasets
+    assert np.mean(ratio) > 1.08, np.mean(ratio)

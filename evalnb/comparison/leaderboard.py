@@ -39,7 +39,8 @@ def intervals(cmp: Comparison, run: RunRecord) -> dict[str, stats.Interval]:
     """Every metric the benchmark declares, with the compare's bootstrap settings."""
     results = run.results(cmp.benchmark)
     return stats.metric_intervals(results.values, cmp.benchmark.metrics(), strata=_strata(results),
-                                  n_boot=cmp.n_boot, seed=cmp.seed, channels=results.channels)
+                                  n_boot=cmp.n_boot, seed=cmp.seed, channels=results.channels,
+                                  resample_repeats=getattr(cmp.benchmark, "RESAMPLE_REPEATS", True))
 
 
 def headline_metrics(cmp: Comparison) -> list[Metric]:

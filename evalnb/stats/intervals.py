@@ -9,7 +9,11 @@ The matrix is repeats x items (NaN where an item has no score of its own). One r
    so every column stays in its stratum (e.g. within K);
 2. when there is more than one repeat, draw for every drawn column ``repeats`` of its rows
    with replacement (``rng.integers(0, repeats, size=(rows, repeats, items))``): repeats are
-   resampled within their item, not averaged away first;
+   resampled within their item, not averaged away first (GeoKTools' and GeoExpertQueries'
+   protocols). With ``resample_repeats=False`` (a benchmark's ``RESAMPLE_REPEATS = False``:
+   WildTrace's contestant repeats) this step is skipped: a drawn item brings all its answers,
+   the bootstrap of item means Miller recommends (resampling the repeats again would add their
+   variance a second time: about 22 % too wide at K = 3);
 3. every metric is computed on the replicate.
 
 Replicates are drawn by the one resampler, :func:`evalnb.stats.resample.index_draws`, in
@@ -36,6 +40,7 @@ from evalnb.stats import resample
 N_BOOT = 10_000
 CONFIDENCE = 0.95
 METHOD = "percentile bootstrap: items resampled within strata, repeats within items"
+METHOD_WHOLE_ITEMS = "percentile bootstrap: items resampled within strata with all their repeats"
 
 
 @dataclass(frozen=True)
@@ -68,10 +73,16 @@ def strata_columns(strata: Sequence[str] | None, n: int) -> dict[str, np.ndarray
     return {label: np.flatnonzero(labels == label) for label in sorted(set(labels.tolist()))}
 
 
-def _replicates(stack: np.ndarray, groups: Mapping[str, np.ndarray], n_boot: int, seed: int) -> Any:
+def _replicates(stack: np.ndarray, groups: Mapping[str, np.ndarray], n_boot: int, seed: int,
+                resample_repeats: bool = True) -> Any:
     """Blocks of resampled matrices, shape (layers, rows, repeats, items): the score matrix and
     each channel (``stack``'s layers) resampled by the same draws (:mod:`evalnb.stats.resample`)."""
     _, repeats, n = stack.shape
+    if not resample_repeats and repeats > 1:   # whole items: every drawn column keeps all its rows
+        for draw in resample.index_draws(resample.generator(seed), n_boot, list(groups.values()), n,
+                                         cells_per_replicate=repeats * n):
+            yield stack[:, :, draw.columns].transpose(0, 2, 1, 3)
+        return
     for draw in resample.index_draws(resample.generator(seed), n_boot, list(groups.values()), n, repeats=repeats):
         if draw.repeat_rows is None:
             yield stack[:, 0][:, draw.columns][:, :, None, :]
@@ -101,11 +112,12 @@ def _call(fn: Any, sample: np.ndarray, groups: Mapping[str, np.ndarray], reads: 
 def interval_estimates(values: Any, metrics: Mapping[str, MetricFn | ChannelMetricFn], *,
                        strata: Sequence[str] | None = None, n_boot: int = N_BOOT, seed: int = 0,
                        confidence: float = CONFIDENCE, channels: Mapping[str, Any] | None = None,
-                       reads: Mapping[str, Sequence[str]] | None = None) -> dict[str, Interval]:
+                       reads: Mapping[str, Sequence[str]] | None = None,
+                       resample_repeats: bool = True) -> dict[str, Interval]:
     """For each metric, its value on ``values`` (repeats x items, or one row of items) and its
     percentile bootstrap interval, all metrics from the same replicates (see the module doc).
     ``channels`` (name -> a matrix shaped like ``values``) are resampled with it, and a metric
-    gets those ``reads`` names for it as keyword arguments."""
+    gets those ``reads`` names for it as keyword arguments. ``resample_repeats``: step 2."""
     if not metrics:
         return {}
     matrix = np.asarray(values, dtype=float)
@@ -120,7 +132,7 @@ def interval_estimates(values: Any, metrics: Mapping[str, MetricFn | ChannelMetr
     reads = reads or {}
     draws: dict[str, list[np.ndarray]] = {name: [] for name in metrics}
     with np.errstate(invalid="ignore", divide="ignore"):
-        for sample in _replicates(stack, groups, n_boot, seed):
+        for sample in _replicates(stack, groups, n_boot, seed, resample_repeats):
             for name, fn in metrics.items():
                 value = _call(fn, sample, groups, reads.get(name, ()), layer)
                 draws[name].append(np.asarray(value, dtype=float).reshape(sample.shape[1]))
@@ -132,6 +144,7 @@ def interval_estimates(values: Any, metrics: Mapping[str, MetricFn | ChannelMetr
         reps = reps[np.isfinite(reps)]
         low, high = (np.quantile(reps, [alpha, 1 - alpha]) if len(reps) else (math.nan, math.nan))
         out[name] = Interval(_number(low), _number(high), points[name], n, n_boot, seed, confidence,
+                             method=METHOD if resample_repeats or repeats == 1 else METHOD_WHOLE_ITEMS,
                              repeats=repeats, strata=len(groups))
     return out
 
@@ -162,7 +175,7 @@ def metric_value(metric: Metric, values: Any, strata: Sequence[str] | None = Non
 
 def metric_intervals(values: Any, metrics: Sequence[Metric], *, strata: Sequence[str] | None = None,
                      n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE,
-                     channels: Mapping[str, Any] | None = None) -> dict[str, Interval]:
+                     channels: Mapping[str, Any] | None = None, resample_repeats: bool = True) -> dict[str, Interval]:
     """:func:`interval_estimates` for declared metrics (those with ``interval``); the others get
     their value only (:func:`metric_value`). ``channels``: the run's per-item channels
     (``ItemResults.channels``), of which each metric reads those it declares."""
@@ -171,7 +184,7 @@ def metric_intervals(values: Any, metrics: Sequence[Metric], *, strata: Sequence
     with_ci = {m.name: m.fn for m in metrics if m.interval}
     reads = {m.name: m.channels for m in metrics}
     out = interval_estimates(values, with_ci, strata=strata, n_boot=n_boot, seed=seed, confidence=confidence,
-                             channels=channels, reads=reads)
+                             channels=channels, reads=reads, resample_repeats=resample_repeats)
     matrix = np.asarray(values, dtype=float)
     matrix = matrix[None, :] if matrix.ndim == 1 else matrix
     if matrix.size:
