@@ -7,6 +7,8 @@ Sized to run in seconds; ``bench/bench_smallsample.py`` runs the same cells with
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import stats as scipy_stats
@@ -233,3 +235,100 @@ def test_whole_item_bootstrap_is_the_item_mean_bootstrap_and_covers_at_k3() -> N
     print({"coverage": covered / datasets, "width ratio": float(np.mean(ratio))})
     assert covered / datasets >= 0.93, covered / datasets
     assert np.mean(ratio) > 1.08, np.mean(ratio)
+
+
+# --- the cluster interval beside the protocol's -------------------------------------------------------
+
+def test_the_leaderboard_its_export_and_the_headline_show_the_cluster_interval_beside_the_protocols(
+        tmp_path: Path) -> None:
+    import json
+
+    import statsmodels.api as sm
+
+    import evalnb
+    from evalnb.comparison.leaderboard import leaderboard_layout
+    from evalnb.evidence.headline import headline_table
+    from evalnb.stats import intervals
+    from evalnb.views.tables import paper_view
+    from tests.test_statistics_views import documented_runs
+
+    runs = documented_runs(tmp_path, {"strong": 0.3, "weak": 0.0})
+    cmp = evalnb.open_compare(runs, tmp_path / "cmp", n_boot=500, seed=2)
+    board = evalnb.leaderboard(cmp)
+    scores = np.array([t["score"] for t in json.loads((runs[0] / "scores.json").read_text())["tasks"]])
+    # the protocol's interval exactly as before: the item bootstrap of the task scores
+    protocol = intervals.bootstrap_ci(list(scores), n_boot=500, seed=2)
+    assert (board.loc["strong", "all_tasks_ci_low"], board.loc["strong", "all_tasks_ci_high"]) == pytest.approx(
+        (protocol.low, protocol.high), abs=1e-12)
+    # beside it: the clustered SE (statsmodels' cluster-robust OLS) with t on 12 - 1 degrees of freedom
+    fit = sm.OLS(scores, np.ones(48)).fit(cov_type="cluster", cov_kwds={"groups": np.repeat(np.arange(12), 4)})
+    half = scipy_stats.t.ppf(0.975, 11) * float(fit.bse[0])
+    assert (board.loc["strong", "all_tasks_cluster_low"], board.loc["strong", "all_tasks_cluster_high"]) == \
+        pytest.approx((scores.mean() - half, scores.mean() + half))
+    assert board.loc["strong", "all_tasks_clusters"] == 12
+    shown = paper_view(board).frame
+    assert any(c.endswith("cluster 95% CI") for c in shown.columns)
+    evalnb.save_compare(cmp)
+    saved = json.loads((tmp_path / "cmp" / "compare.json").read_text())["tables"]["leaderboard"]
+    import pandas as pd
+
+    exported = paper_view(pd.DataFrame(saved), leaderboard_layout(cmp.benchmark, list(saved[0]))).frame
+    assert any(c.endswith("cluster 95% CI") for c in exported.columns)
+    headline = paper_view(headline_table(json.loads((runs[0] / "scores.json").read_text()))).frame
+    assert "estimate [95% CI]" in headline.columns
+
+
+# --- resolution -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("models", "n_boot"), [(10, 1000), (25, 10_000), (3, 10_000)])
+def test_too_few_replicates_for_holm_is_said_with_how_many_are_needed(models: int, n_boot: int) -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    m = models * (models - 1) // 2
+    smallest = multipletests([2 / (n_boot + 1)] * m, method="holm")[1].min()   # every pair at the smallest p
+    reason = pairwise.unresolvable(m, n_boot)
+    assert (reason is not None) == (smallest >= 0.05)
+    needed = pairwise.replicates_needed(m)
+    assert multipletests([2 / (needed + 1)] * m, method="holm")[1].min() < 0.05
+    from fractions import Fraction
+
+    assert Fraction(2 * m, needed) >= Fraction(1, 20)   # one fewer is not enough (exactly: m · 2/(B + 1))
+    if reason:
+        assert reason == (f"withheld: {n_boot} resamples cannot resolve a Holm-adjusted p below 0.05 over {m} pairs "
+                          f"(at least {needed} are needed)")
+        strong = pairwise.PairedDifference("m", "A", "B", 0.3, 0.2, 0.4, 0.01, 0.01, 0.5, 2 / (n_boot + 1), 400, 40)
+        assert pairwise.with_holm([strong] * m, n_boot=n_boot)[0].verdict == reason
+
+
+def test_bootstrap_p_and_percentile_interval_agree_away_from_the_boundary() -> None:
+    """The p-value inverts the percentile interval up to the +1 and the quantile's interpolation:
+    they can disagree only when p lies within a few 1/(B + 1) of alpha (what the docs say)."""
+    rng = np.random.default_rng(4)
+    b, disagree, near = 200, 0, 0
+    for _ in range(3000):
+        replicates = rng.normal(rng.normal(0, 0.02), 0.01, b)
+        p = pairwise.bootstrap_p(replicates)
+        assert p is not None
+        low, high = clustered.percentile_interval(replicates)
+        assert low is not None and high is not None
+        if (p < 0.05) != (low > 0 or high < 0):
+            disagree += 1
+            near += abs(p - 0.05) <= 4 / (b + 1)
+    assert disagree == near
+
+
+def test_p_first_is_overconfident_for_equal_models_as_the_docs_say() -> None:
+    """Two models of equal true accuracy: each is first with probability 0.5, yet the observed
+    leader's bootstrap P(first) averages well above it (the calibration limit the docs state)."""
+    rng = np.random.default_rng(17)
+    leaders = []
+    for r in range(150):
+        ya, yb, labels = documents(rng, 40)
+        design = clustered.Design.of(len(ya), labels)
+        fa, fb = form(ya), form(yb)
+        draws = clustered.bootstrap_draws({"a": fa, "b": fb}, design, n_boot=200, seed=r)
+        got = rank_summaries({"a": fa.value(), "b": fb.value()}, draws)
+        leader = "a" if (fa.value() or 0) >= (fb.value() or 0) else "b"
+        leaders.append(got[leader].p_first)
+    print({"mean P(first) of the observed leader": float(np.mean(leaders))})
+    assert 0.65 < float(np.mean(leaders)) < 0.9

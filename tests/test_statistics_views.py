@@ -47,6 +47,16 @@ def test_wildtrace_scores_report_clustered_errors_beside_the_protocol_numbers(tm
     table = evalnb.standard_errors(run)
     run.close()
     assert table is not None and {"se", "clustered_se", "documents", "design_effect", "cluster_bootstrap"} <= set(table)
+    # the report's headline: the cluster interval (clustered SE, t on documents - 1) beside the protocol's
+    from evalnb.evidence.headline import headline_table
+    from evalnb.views.tables import paper_view
+
+    headline = headline_table(scores)
+    c = len(set(documents))
+    half = scipy_stats.t.ppf(0.975, c - 1) * float(ols.bse[0])
+    assert (headline.loc["all_tasks", "cluster_low"], headline.loc["all_tasks", "cluster_high"]) == pytest.approx(
+        (values.mean() - half, values.mean() + half))
+    assert "cluster 95% CI" in paper_view(headline).frame.columns
 
 
 def test_a_scores_json_without_these_numbers_shows_no_section(tmp_path: Path) -> None:

@@ -119,5 +119,5 @@ def pairs(joint: Joint, order: Sequence[str], *, alpha: float = pairwise.ALPHA,
                                               joint.draws[(a, metric.name)], joint.draws[(b, metric.name)],
                                               noun=joint.cluster_noun)
             out.append(pair)
-    adjusted = pairwise.with_holm(out, alpha)
+    adjusted = pairwise.with_holm(out, alpha, joint.n_boot)
     return [replace(p, mde=None if p.withheld else power.mde(p.se_delta, alpha, power_, p.df)) for p in adjusted]

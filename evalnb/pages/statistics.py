@@ -97,6 +97,7 @@ def pairwise_table(cmp: compare.Comparison) -> pd.DataFrame:
         built = pd.DataFrame([p.as_dict() for p in pairs], columns=list(PairedDifference.__dataclass_fields__))
         built["alpha"], built["power"], built["cluster"] = cmp.alpha, cmp.power, joint.cluster_noun
         built["p_method"] = P_METHOD
+        built["t_delta"] = built["delta"]   # the t interval's own cell (shown beside the bootstrap's)
         cmp.tables["pairwise"] = built
     table: pd.DataFrame = cmp.tables["pairwise"]
     return table

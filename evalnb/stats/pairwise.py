@@ -162,17 +162,34 @@ def verdict(delta: float | None, p_adjusted: float | None, a: str, b: str, alpha
     return f"{a} ahead" if delta > 0 else f"{b} ahead"
 
 
-def with_holm(pairs: Sequence[PairedDifference], alpha: float = ALPHA) -> list[PairedDifference]:
+def replicates_needed(pairs: int, alpha: float = ALPHA) -> int:
+    """The fewest bootstrap replicates B at which a Holm-adjusted p can fall below ``alpha`` over
+    ``pairs`` comparisons: the smallest p is 2/(B + 1), the smallest adjusted one pairs × that."""
+    return max(1, math.floor(2 * pairs / alpha + 1e-9))   # the tolerance: 2m/α is often a whole number
+
+
+def unresolvable(pairs: int, n_boot: int | None, alpha: float = ALPHA) -> str | None:
+    """Why no verdict is possible at all with ``n_boot`` replicates over ``pairs``, or None."""
+    if n_boot is None or not pairs or pairs * 2 / (n_boot + 1) < alpha:
+        return None
+    return (f"withheld: {n_boot} resamples cannot resolve a Holm-adjusted p below {alpha:g} over {pairs} pairs "
+            f"(at least {replicates_needed(pairs, alpha)} are needed)")
+
+
+def with_holm(pairs: Sequence[PairedDifference], alpha: float = ALPHA, n_boot: int | None = None
+              ) -> list[PairedDifference]:
     """Holm over the pairs of each metric (on each pair's :attr:`~PairedDifference.p_verdict`;
     withheld pairs stay in the family, so the others pay for them), and each pair's verdict at
-    ``alpha``: the reason where it is withheld."""
+    ``alpha``: the reason where it is withheld, also where ``n_boot`` replicates are too few
+    for any adjusted p to fall below ``alpha`` (:func:`unresolvable`)."""
     out = list(pairs)
     for metric in dict.fromkeys(p.metric for p in pairs):
         where = [i for i, p in enumerate(pairs) if p.metric == metric]
         adjusted = holm([pairs[i].p_verdict for i in where])
+        too_few = unresolvable(len(where), n_boot, alpha)
         for i, p_adj in zip(where, adjusted):
             pair = pairs[i]
-            said = pair.withheld or verdict(pair.delta, p_adj, pair.model_a, pair.model_b, alpha)
+            said = pair.withheld or too_few or verdict(pair.delta, p_adj, pair.model_a, pair.model_b, alpha)
             out[i] = replace(pair, p_holm=p_adj, verdict=said)
     return out
 
