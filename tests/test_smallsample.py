@@ -332,3 +332,55 @@ def test_p_first_is_overconfident_for_equal_models_as_the_docs_say() -> None:
         leaders.append(got[leader].p_first)
     print({"mean P(first) of the observed leader": float(np.mean(leaders))})
     assert 0.65 < float(np.mean(leaders)) < 0.9
+
+
+# --- the planner ------------------------------------------------------------------------------------------
+
+def test_the_planned_n_reaches_its_power() -> None:
+    """Var(d) = 1/9 and δ = 0.03 plan 969 items (closed form); on 969 items with that difference,
+    evalnb's verdict ("A ahead") comes out in 0.80 ± 0.02 of seeded datasets."""
+    from evalnb.stats import power
+
+    n = power.whole(power.items_needed(1 / 9, 0.03))
+    rng = np.random.default_rng(23)
+    datasets, found = 1000, 0
+    for r in range(datasets):
+        base = rng.random(n)
+        a, b = base + 0.03 + rng.normal(0, 1 / 3, n), base
+        design = clustered.Design.of(n)
+        fa, fb = form(a), form(b)
+        draws = clustered.bootstrap_draws({"a": fa, "b": fb}, design, n_boot=400, seed=r)
+        said = pairwise.with_holm([pairwise.paired_difference("m", "A", "B", fa, fb, design, draws["a"], draws["b"])])
+        found += said[0].verdict == "A ahead"
+    print({"items": n, "power": found / datasets})
+    assert abs(found / datasets - 0.8) <= 0.02, found / datasets
+
+
+def test_the_pilots_spread_of_n_brackets_the_n_the_truth_needs() -> None:
+    """Pilots of 150 items in 15 documents: the 10-90 % interval of N from each pilot's cluster
+    bootstrap holds the N the true variance and design effect need in most pilots."""
+    from evalnb.stats import plan_spread, power
+
+    sd_doc, sd_item, m, c = 0.15, 0.3, 10, 15
+    deff_true = 1 + (m - 1) * sd_doc ** 2 / (sd_doc ** 2 + sd_item ** 2)
+    truth = power.items_needed(sd_doc ** 2 + sd_item ** 2, 0.05, design_effect=deff_true)
+    rng = np.random.default_rng(29)
+    pilots, inside, widths = 60, 0, []
+    design = clustered.Design.of(m * c, [f"d{i // m}" for i in range(m * c)])
+    for r in range(pilots):
+        d = np.repeat(rng.normal(0, sd_doc, c), m) + rng.normal(0, sd_item, m * c)
+        f = form(d)
+        spread = plan_spread.items_spread(f.influence(), f.used(), design, 0.05, 0.05, 0.8, n_boot=200, seed=r)
+        assert spread is not None and spread[0] <= spread[1]
+        inside += spread[0] <= truth <= spread[1]
+        widths.append(spread[1] / spread[0])
+    print({"truth": truth, "inside": inside / pilots, "median 90/10 ratio": float(np.median(widths))})
+    assert inside / pilots >= 0.6
+
+
+def test_a_design_effect_below_one_is_floored_and_few_clusters_flagged() -> None:
+    from evalnb.stats import plan_spread
+
+    assert plan_spread.floored_design_effect(0.75, 10) == (
+        1.0, "design effect 0.75 floored at 1; design effect from 10 clusters (under 30): approximate")
+    assert plan_spread.floored_design_effect(1.4, 40) == (1.4, None)
