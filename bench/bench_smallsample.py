@@ -8,8 +8,8 @@ would call a winner (p < 0.05, the former rule), how often evalnb's verdict does
 below five documents; otherwise the larger of the bootstrap p and the t p), and the coverage
 of the t interval and of the percentile cluster bootstrap of one model's accuracy (the truth in
 closed form). Then Wilson's interval on the effective n at accuracy 0.95, 30 items (exact
-binomial coverage) and with 10 documents of 5 tasks. Prints one line per cell; about a minute
-on one core.
+binomial coverage) and with 10 documents of 5 tasks; then the retest study's SD interval at 20 to
+400 answers (300 datasets each). Prints one line per cell; a few minutes on one core.
 """
 
 from __future__ import annotations
@@ -77,6 +77,22 @@ def wilson_cells(datasets: int) -> dict[str, float]:
     return {"wilson 30 items exact": exact, "wilson 10 documents x 5": covered / datasets}
 
 
+def retest_cells(datasets: int) -> dict[int, float]:
+    """The retest study's SD interval: four verdicts an answer, judge noise N(0, 0.05)."""
+    from evalnb.stats import reliability
+
+    rng = np.random.default_rng(1)
+    out = {}
+    for answers in (20, 50, 100, 200, 400):
+        covered = 0
+        for r in range(datasets):
+            x = rng.beta(2, 2, answers)[:, None] + rng.normal(0, 0.05, (answers, 4))
+            got = reliability.retest(x, n_boot=500, seed=r)["retest_sd"]
+            covered += got.low is not None and got.high is not None and got.low <= 0.05 <= got.high
+        out[answers] = covered / datasets
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=1000)
@@ -87,6 +103,8 @@ def main() -> None:
         print(f"{n_docs:>3} documents: " + ", ".join(f"{k} {v:.3f}" for k, v in got.items()), flush=True)
     for k, v in wilson_cells(args.datasets).items():
         print(f"{k}: coverage {v:.3f}")
+    for answers, v in retest_cells(300).items():
+        print(f"retest SD interval, {answers} answers x 4 verdicts: coverage {v:.3f}")
 
 
 if __name__ == "__main__":

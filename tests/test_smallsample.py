@@ -384,3 +384,30 @@ def test_a_design_effect_below_one_is_floored_and_few_clusters_flagged() -> None
     assert plan_spread.floored_design_effect(0.75, 10) == (
         1.0, "design effect 0.75 floored at 1; design effect from 10 clusters (under 30): approximate")
     assert plan_spread.floored_design_effect(1.4, 40) == (1.4, None)
+
+
+# --- the judges' studies -----------------------------------------------------------------------------------
+
+def judge_verdicts(rng: np.random.Generator, n: int) -> np.ndarray:
+    truth = rng.beta(2, 2, n)
+    return np.round(np.clip(truth[:, None] + rng.normal(0, 0.15, (n, 3)), 0, 1), 1)
+
+
+def test_alpha_interval_covers_from_its_threshold_and_is_labelled_below_it() -> None:
+    import krippendorff
+
+    from evalnb.stats import reliability
+
+    rng = np.random.default_rng(0)
+    truth = krippendorff.alpha(reliability_data=judge_verdicts(rng, 20_000).T, level_of_measurement="interval")
+    share = {}
+    for n in (30, reliability.ALPHA_APPROXIMATE_BELOW):
+        covered = 0
+        for r in range(200):
+            got = reliability.alpha_interval(judge_verdicts(rng, n), n_boot=400, seed=r)
+            covered += got.low <= truth <= got.high
+        share[n] = covered / 200
+    print(share)
+    assert share[reliability.ALPHA_APPROXIMATE_BELOW] >= 0.93 and share[30] < 0.93, share
+    assert reliability.alpha_note(30) == "approximate interval: 30 resampled units (under 100)"
+    assert reliability.alpha_note(100) is None and reliability.retest_note(20) is not None
