@@ -195,6 +195,12 @@ def test_the_pairwise_table_is_laid_out_once_for_notebook_export_and_terminal(tm
     exported = next(t for t in paper_tables(tmp_path / "cmp") if t.name == "pairwise")
     assert view_text(exported.view()) == notebook
     terminal = compare_text(compare_results(tmp_path / "cmp")).splitlines()
+    # the terminal's ranking: the cluster interval beside the protocol's, where the rows hold one
+    doc = {"benchmark": "wildtrace", "headline": ["all_tasks"], "compare_dir": "cmp", "pairwise": [], "ranking": [
+        {"rank": 1, "model": "strong", "n": 48, "metrics": {"all_tasks": {
+            "value": 0.5, "ci_low": 0.45, "ci_high": 0.55, "cluster_low": 0.4, "cluster_high": 0.6}}}]}
+    text = compare_text(doc).splitlines()
+    assert "all_tasks cluster 95% CI" in text[1] and estimate_text(0.5, 0.4, 0.6) in text[2]
     assert [line.strip() for line in terminal if line.startswith("  ")][-len(notebook.splitlines()):] == \
         [line.strip() for line in notebook.splitlines()]
     header = notebook.splitlines()[0].split("  ")
