@@ -128,7 +128,7 @@ def test_k3_numbers_against_numpy_from_the_records(repeated_run: Path) -> None:
 
     # the bootstrap resamples tasks with all their repeats: the item-mean bootstrap, written here
     # from its recipe (numpy's default_rng(seed), integers(0, n, size=(n_boot, n)), one stratum),
-    # so it is pinned to rounding: resampling the repeats again within tasks (about 22 % wider
+    # so it is pinned to rounding: resampling the repeats again within tasks (about a fifth wider
     # at K = 3) would fail it
     ci = scores["metrics"]["all_tasks"]["ci"]
     assert ci["repeats"] == K and "with all their repeats" in ci["method"]

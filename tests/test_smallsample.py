@@ -411,3 +411,44 @@ def test_alpha_interval_covers_from_its_threshold_and_is_labelled_below_it() -> 
     assert share[reliability.ALPHA_APPROXIMATE_BELOW] >= 0.93 and share[30] < 0.93, share
     assert reliability.alpha_note(30) == "approximate interval: 30 resampled units (under 100)"
     assert reliability.alpha_note(100) is None and reliability.retest_note(20) is not None
+
+
+def test_a_zero_width_protocol_interval_is_shown_with_its_reason(tmp_path: Path) -> None:
+    import evalnb
+    from evalnb.evidence.headline import headline_table
+    from tests.test_compare import constructed_run
+
+    runs = [constructed_run(tmp_path, name, {f"t{i}": value for i in range(12)}) for name, value in
+            (("perfect", 1.0), ("half", 0.5))]
+    cmp = evalnb.open_compare(runs, tmp_path / "cmp", n_boot=200, seed=0)
+    board = evalnb.leaderboard(cmp)
+    assert board.loc["perfect", "all_tasks_ci_low"] == board.loc["perfect", "all_tasks_ci_high"] == 1.0
+    assert "zero-width interval" in board.loc["perfect", "note"]
+    scores = {"metrics": {"all_tasks": {"label": "all tasks", "headline": True, "value": 1.0, "n": 12,
+                                        "ci": {"low": 1.0, "high": 1.0, "n": 12}}}}
+    assert "zero-width interval" in headline_table(scores).loc["all_tasks", "note"]
+
+
+def test_runs_resampled_by_one_set_of_draws_get_exactly_their_own_intervals() -> None:
+    """The protocol's bootstrap of several runs on one task set draws the replicates once: each
+    run's intervals are equal, to the bit, to those it gets alone (scores, NaN cells, repeats,
+    strata, a channel)."""
+    from evalnb.core.types import Metric
+    from evalnb.stats import intervals
+
+    rng = np.random.default_rng(13)
+    declared = [Metric("all", "all", metrics.mean(missing="zero")), Metric("scored", "scored", metrics.mean()),
+                Metric("macro", "macro", metrics.macro_mean()), Metric("share", "share", metrics.share_scored()),
+                Metric("n", "n", metrics.count_scored(), interval=False)]
+    strata = [f"K={i % 3}" for i in range(90)]
+    for repeats, whole in ((1, True), (3, True), (3, False)):
+        runs = []
+        for _ in range(4):
+            v = rng.random((repeats, 90))
+            v[rng.random(v.shape) < 0.15] = np.nan
+            runs.append((v, {"extra": rng.random((repeats, 90))}))
+        together = intervals.metric_intervals_many(runs, declared, strata=strata, n_boot=700, seed=5,
+                                                   resample_repeats=whole)
+        alone = [intervals.metric_intervals(v, declared, strata=strata, n_boot=700, seed=5, channels=c,
+                                            resample_repeats=whole) for v, c in runs]
+        assert together == alone

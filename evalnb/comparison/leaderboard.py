@@ -37,10 +37,24 @@ def _strata(results: ItemResults, ids: Sequence[str] | None = None) -> list[str]
 
 def intervals(cmp: Comparison, run: RunRecord) -> dict[str, stats.Interval]:
     """Every metric the benchmark declares, with the compare's bootstrap settings."""
-    results = run.results(cmp.benchmark)
-    return stats.metric_intervals(results.values, cmp.benchmark.metrics(), strata=_strata(results),
-                                  n_boot=cmp.n_boot, seed=cmp.seed, channels=results.channels,
-                                  resample_repeats=getattr(cmp.benchmark, "RESAMPLE_REPEATS", True))
+    return all_intervals(cmp, [run])[0]
+
+
+def all_intervals(cmp: Comparison, runs: Sequence[RunRecord]) -> list[dict[str, stats.Interval]]:
+    """:func:`intervals` of each run, the runs with the same strata (a task set) resampled by one
+    set of draws (:func:`evalnb.stats.intervals.metric_intervals_many`): each run's numbers are
+    those it gets alone, drawn once instead of once per run."""
+    found: dict[int, dict[str, stats.Interval]] = {}
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for k, run in enumerate(runs):
+        groups.setdefault(tuple(_strata(run.results(cmp.benchmark))), []).append(k)
+    for strata, members in groups.items():
+        subjects = [(runs[k].results(cmp.benchmark).values, runs[k].results(cmp.benchmark).channels) for k in members]
+        got = stats.metric_intervals_many(subjects, cmp.benchmark.metrics(), strata=list(strata), n_boot=cmp.n_boot,
+                                          seed=cmp.seed,
+                                          resample_repeats=getattr(cmp.benchmark, "RESAMPLE_REPEATS", True))
+        found |= dict(zip(members, got))
+    return [found[k] for k in range(len(runs))]
 
 
 def headline_metrics(cmp: Comparison) -> list[Metric]:
@@ -61,11 +75,11 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
     ``n`` its items, ``failed`` how many of them ended in a failure (scored 0)."""
     rows = []
     metrics = {m.name: m for m in cmp.benchmark.metrics()}
-    for run in cmp.runs:
+    for run, found in zip(cmp.runs, all_intervals(cmp, cmp.runs)):
         results = run.results(cmp.benchmark)
         row: dict[str, Any] = {"model": run.label, "run": run.scores["run_name"], "offline": run.offline,
                                "n": len(results.ids), "failed": failed_items(results.statuses)}
-        for name, interval in intervals(cmp, run).items():
+        for name, interval in found.items():
             row[name] = interval.mean
             if interval.method != "no interval":
                 row |= {f"{name}_ci_low": interval.low, f"{name}_ci_high": interval.high,
@@ -81,6 +95,10 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
                 row["rank_note"] = rank.note
     for row in rows:
         row |= cluster_columns(joint(cmp), row["model"])
+        if zero := [m.name for m in headline_metrics(cmp) if row.get(f"{m.name}_ci_low") is not None
+                    and row.get(f"{m.name}_ci_low") == row.get(f"{m.name}_ci_high")]:
+            row["note"] = (f"{', '.join(zero)}: zero-width interval, every resample gave the same value "
+                           "(not certainty: the items show no spread)")
     table = pd.DataFrame(rows).sort_values(first, ascending=False).set_index("model")
     cmp.tables["leaderboard"] = table
     return readable(table, leaderboard_layout(cmp.benchmark, list(table.columns)))
@@ -109,7 +127,7 @@ def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout
     where the comparison has clusters, its cluster interval beside it. The other metrics, and
     every raw number, are in compare.json and leaderboard.csv."""
     shown = {m.name: m.label.split(":")[0] for m in bench.metrics() if m.headline}
-    kept = ("model", "run", "rank_interval", "p_first", "rank_note")   # how sure the order is, where the joint bootstrap ran
+    kept = ("model", "run", "rank_interval", "p_first", "rank_note", "note")   # how sure the order is, where the joint bootstrap ran
     others = [c for c in columns if c not in kept and not any(c == m or c.startswith(f"{m}_") for m in shown)]
     layout = estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others + [f"{m}_clusters" for m in shown],
                               rename={"rank_interval": "rank (95% interval)", "p_first": "P(first)",

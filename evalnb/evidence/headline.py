@@ -21,6 +21,9 @@ def metric_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
              "ci_low": (m.get("ci") or {}).get("low"), "ci_high": (m.get("ci") or {}).get("high"),
              "n": m["n"] if m.get("n") is not None else (m.get("ci") or {}).get("n"), **cluster_cells(m, spread.get(name))}
             for name, m in metrics.items()]
+    for row in rows:   # a zero-width interval is never shown without saying why
+        if row["ci_low"] is not None and row["ci_low"] == row["ci_high"]:
+            row["note"] = "zero-width interval: every resample gave the same value (the items show no spread)"
     return sorted(rows, key=lambda r: not r["headline"])
 
 
@@ -41,6 +44,8 @@ def headline_table(scores: Mapping[str, Any]) -> pd.DataFrame:
     rows = metric_rows(scores)
     columns = ["metric", "label", "headline", "value", "ci_low", "ci_high", "n"]
     layout = HEADLINE_LAYOUT
+    if any("note" in r for r in rows):
+        columns.append("note")
     if any("cluster" in r for r in rows):   # the cluster interval beside the protocol's
         columns += ["cluster", "cluster_low", "cluster_high"]
         layout = replace(layout, estimates=layout.estimates + (Estimate("cluster 95% CI", "cluster", "cluster_low",
