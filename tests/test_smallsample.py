@@ -424,6 +424,12 @@ def test_a_zero_width_protocol_interval_is_shown_with_its_reason(tmp_path: Path)
     board = evalnb.leaderboard(cmp)
     assert board.loc["perfect", "all_tasks_ci_low"] == board.loc["perfect", "all_tasks_ci_high"] == 1.0
     assert "zero-width interval" in board.loc["perfect", "note"]
+    # near the bound (and 12 items): Wilson's interval beside the protocol's, on the 12 items (statsmodels)
+    assert (board.loc["perfect", "all_tasks_wilson_low"], board.loc["perfect", "all_tasks_wilson_high"]) == \
+        pytest.approx(proportion_confint(12, 12, method="wilson"))
+    from evalnb.views.tables import paper_view
+
+    assert any(c.endswith("Wilson 95% CI") for c in paper_view(board).frame.columns)
     scores = {"metrics": {"all_tasks": {"label": "all tasks", "headline": True, "value": 1.0, "n": 12,
                                         "ci": {"low": 1.0, "high": 1.0, "n": 12}}}}
     assert "zero-width interval" in headline_table(scores).loc["all_tasks", "note"]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from evalnb.stats import clustered, intervals as stats
+from evalnb.stats import bounded, clustered, intervals as stats
 from evalnb.benchmarks import Benchmark
 from evalnb.core.types import ItemResults, Metric
 from evalnb.records.fingerprint import comparable_parts
@@ -93,8 +93,9 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
             row |= {"rank": rank.rank, "rank_interval": rank.interval_text, "p_first": rank.p_first}
             if rank.note:   # few clusters: the order's uncertainty withheld or approximate, and why
                 row["rank_note"] = rank.note
+    near = near_bound_metrics(joint(cmp))
     for row in rows:
-        row |= cluster_columns(joint(cmp), row["model"])
+        row |= cluster_columns(joint(cmp), row["model"]) | bounded_columns(joint(cmp), row["model"], near)
         if zero := [m.name for m in headline_metrics(cmp) if row.get(f"{m.name}_ci_low") is not None
                     and row.get(f"{m.name}_ci_low") == row.get(f"{m.name}_ci_high")]:
             row["note"] = (f"{', '.join(zero)}: zero-width interval, every resample gave the same value "
@@ -122,6 +123,36 @@ def cluster_columns(found: joint_stats.Joint, model: str) -> dict[str, Any]:
     return out
 
 
+NEAR_BOUND, FEW_ITEMS = 0.1, 100   # where Wilson's interval is shown beside the protocol's
+
+
+def near_bound_metrics(found: joint_stats.Joint) -> list[str]:
+    """Headline metrics bounded in [0, 1] on which some model scores within 0.1 of 0 or 1, or
+    counts fewer than 100 items: there the percentile interval loses coverage (it misses on the
+    inner side, or has no width), so Wilson's interval goes beside it."""
+    out = []
+    for metric in found.metrics:
+        forms = [found.forms[(label, metric.name)] for label in found.labels]
+        values = [f.value() for f in forms]
+        if all(bounded.is_bounded(f.terms) for f in forms) and any(
+                v is not None and (min(v, 1 - v) < NEAR_BOUND or int(f.used().sum()) < FEW_ITEMS)
+                for f, v in zip(forms, values)):
+            out.append(metric.name)
+    return out
+
+
+def bounded_columns(found: joint_stats.Joint, model: str, names: Sequence[str]) -> dict[str, Any]:
+    """Wilson's interval on the effective number of items (:mod:`evalnb.stats.bounded`) of each
+    metric in ``names``, beside the protocol's."""
+    out: dict[str, Any] = {}
+    for name in names:
+        form = found.forms[(model, name)]
+        se = clustered.uncertainty(form, found.design)
+        ci = bounded.bounded_interval(form.value(), se.n, se.se, se.clustered_se, se.n_clusters) or {}
+        out |= {f"{name}_wilson": form.value(), f"{name}_wilson_low": ci.get("low"), f"{name}_wilson_high": ci.get("high")}
+    return out
+
+
 def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout:
     """The leaderboard as shown: each model, then each headline metric's estimate and n and,
     where the comparison has clusters, its cluster interval beside it. The other metrics, and
@@ -133,7 +164,9 @@ def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout
                               rename={"rank_interval": "rank (95% interval)", "p_first": "P(first)",
                                       "rank_note": "rank note"})
     beside = tuple(Estimate(f"{title}: cluster 95% CI", f"{m}_cluster", f"{m}_cluster_low", f"{m}_cluster_high")
-                   for m, title in shown.items() if f"{m}_cluster" in columns)
+                   for m, title in shown.items() if f"{m}_cluster" in columns) + tuple(
+        Estimate(f"{title}: Wilson 95% CI", f"{m}_wilson", f"{m}_wilson_low", f"{m}_wilson_high")
+        for m, title in shown.items() if f"{m}_wilson" in columns)
     return replace(layout, estimates=layout.estimates + beside)
 
 
