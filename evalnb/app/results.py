@@ -96,7 +96,11 @@ def compare_results(out: Path) -> dict[str, Any]:
                      "rank_interval": row.get("rank_interval"), "p_first": row.get("p_first"),
                      "model": row.get("model"), "run": row.get("run"), "n": row.get("n"),
                      "metrics": {m: {"value": row.get(m), "ci_low": row.get(f"{m}_ci_low"),
-                                     "ci_high": row.get(f"{m}_ci_high")} for m in headline}})
+                                     "ci_high": row.get(f"{m}_ci_high"),
+                                     # beside the protocol's interval, where the benchmark declares clusters
+                                     **({"cluster_low": row.get(f"{m}_cluster_low"),
+                                         "cluster_high": row.get(f"{m}_cluster_high")}
+                                        if f"{m}_cluster" in row else {})} for m in headline}})
     return {"compare_dir": str(out), "benchmark": data.get("benchmark"), "headline": headline, "ranking": rows,
             "pairwise": (data.get("tables") or {}).get("pairwise") or [], "report": _exists(out / "05_compare.html")}
 
@@ -104,13 +108,16 @@ def compare_results(out: Path) -> dict[str, Any]:
 def compare_text(doc: Mapping[str, Any]) -> str:
     lines = [f"comparison of {len(doc['ranking'])} runs ({doc['benchmark']}), ranked as the leaderboard ranks them"]
     sure = any(r.get("rank_interval") for r in doc["ranking"])   # rank intervals, P(first)
+    beside = [m for m in doc["headline"] if any("cluster_low" in r["metrics"][m] for r in doc["ranking"])]
     rows = [[f"{r['rank']:g}", str(r["model"]), *(estimate_text(r["metrics"][m]["value"], r["metrics"][m]["ci_low"],
                                                                  r["metrics"][m]["ci_high"]) for m in doc["headline"]),
+             *(estimate_text(r["metrics"][m]["value"], r["metrics"][m].get("cluster_low"),
+                             r["metrics"][m].get("cluster_high")) for m in beside),
              "-" if r["n"] is None else str(r["n"]),
              *([r.get("rank_interval") or "-", "-" if r.get("p_first") is None else f"{r['p_first']:.2f}"] if sure else [])]
             for r in doc["ranking"]]
-    lines.append(table_text(["rank", "model", *doc["headline"], "n", *(["rank interval", "P(first)"] if sure else [])],
-                            rows))
+    lines.append(table_text(["rank", "model", *doc["headline"], *(f"{m} cluster 95% CI" for m in beside), "n",
+                             *(["rank interval", "P(first)"] if sure else [])], rows))
     if doc.get("pairwise"):   # the notebook's and the exports' table (one layout)
         from evalnb.views.pairwise import pairwise_text   # pandas: only when there is a table
 

@@ -155,7 +155,8 @@ def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int,
     results = bench.results(body) if results is None else results
     strata = [results.strata.get(i, "") for i in results.ids]
     intervals = stats.metric_intervals(results.values, ready_metrics(bench, body), strata=strata, n_boot=n_boot,
-                                       seed=seed, channels=results.channels)
+                                       seed=seed, channels=results.channels,
+                                       resample_repeats=getattr(bench, "RESAMPLE_REPEATS", True))
     return {m.name: {"label": m.label, "headline": m.headline,
                      "value": intervals[m.name].mean if m.name in intervals else None,
                      "n": items_read(results.values, m, strata, results.channels) if m.name in intervals else None,

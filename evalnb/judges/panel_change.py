@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from evalnb.stats import reliability, intervals as stats
+from evalnb.stats import reliability, smallsample, intervals as stats
 from evalnb.stats.ranks import average_ranks
 from evalnb.records.fingerprint import differing, moved_to_shared
 from evalnb.records.stores import read_json_if_exists
@@ -88,6 +88,19 @@ def counted(joint: Joint, keys: Sequence[str], metric: str, n_items: int) -> tup
     return int(used.sum()), int(len(np.unique(joint.design.item_cluster[used])))
 
 
+def small_sample_note(joint: Joint, n_clusters: int) -> tuple[bool, str | None]:
+    """Whether the row's intervals are withheld (fewer clusters than the minimum, or a stratum of
+    one cluster), and the note saying so or that they are approximate
+    (:mod:`evalnb.stats.smallsample`)."""
+    held = smallsample.support(joint.design.cluster_stratum, np.ones(joint.design.n_clusters, bool),
+                               joint.cluster_noun)
+    if held.withheld or n_clusters < smallsample.MIN_CLUSTERS:
+        return True, f"intervals {held.withheld or f'withheld: {n_clusters} clusters'}"
+    if n_clusters < smallsample.APPROXIMATE_BELOW:
+        return False, f"approximate intervals: {n_clusters} {plural(joint.cluster_noun)} (under {smallsample.APPROXIMATE_BELOW})"
+    return False, None
+
+
 def panel_change(cmp: Comparison) -> pd.DataFrame | None:
     """Each model's score under both panels and its shift, and Kendall's tau-b between the two
     panels' orders, with cluster-bootstrap intervals, n and the number of clusters (None: not
@@ -120,12 +133,16 @@ def panel_change(cmp: Comparison) -> pd.DataFrame | None:
     rows = []
     for (a, b), (ka, kb), pa, pb, rank_a, rank_b in zip(matched, keys, first, second, ranks_a, ranks_b):
         n, n_clusters = counted(joint, (ka, kb), metric.name, len(ids))
+        withheld, note = small_sample_note(joint, n_clusters) if draws is not None else (False, None)
         shift = reliability.interval(None if pa is None or pb is None else pb - pa,
-                                     none if draws is None else draws[kb] - draws[ka], n, cmp.n_boot, cmp.seed, noun)
+                                     none if draws is None or withheld else draws[kb] - draws[ka], n, cmp.n_boot,
+                                     cmp.seed, noun)
+        shown_tau = reliability.interval(tau.mean, none, tau.n, cmp.n_boot, cmp.seed, noun) if withheld else tau
         rows.append({"model": a.label, "metric": metric.name, "panel_a": pa, "panel_b": pb,
                      **raw("shift", shift),
                      "n": n, "n_clusters": n_clusters, "rank_a": rank_a, "rank_b": rank_b,
-                     "answers_differ": answers_differ(a, b), **raw("kendall_tau", tau), "cluster": noun})
+                     "answers_differ": answers_differ(a, b), **raw("kendall_tau", shown_tau), "cluster": noun,
+                     **({"note": note} if note else {})})
     table = pd.DataFrame(rows)
     cmp.tables["panel_change"] = table
     unmatched = sorted({r.model for r in cmp.runs} ^ {r.model for r in cmp.panel_b})

@@ -28,10 +28,11 @@ EMPTY = "Fewer than two runs, or no headline metric with a ratio form: no pairwi
 def pairwise_layout(power: float | None = None) -> Layout:
     """How every view shows the pairwise verdicts; ``power``: the MDE's power, in its title."""
     mde = "MDE" if power is None else f"MDE ({float(power):.0%} power)"
-    return Layout((Estimate("A - B [95% CI]", "delta", "ci_low", "ci_high", "n"),),
-                  hidden=("se_delta_items", "n_clusters", "alpha", "power", "cluster", "p_method"),
+    return Layout((Estimate("A - B [95% CI]", "delta", "ci_low", "ci_high", "n"),
+                   Estimate("t 95% CI", "t_delta", "t_low", "t_high")),
+                  hidden=("se_delta_items", "n_clusters", "alpha", "power", "cluster", "p_method", "df", "withheld"),
                   rename={"model_a": "model A", "model_b": "model B", "se_delta": "SE", "rho": "rho",
-                          "p_holm": "p (Holm)", "mde": mde},
+                          "p_holm": "p (Holm)", "p_t": "p (t)", "mde": mde},
                   fractions=("se_delta", "rho", "mde"), empty=EMPTY)
 
 

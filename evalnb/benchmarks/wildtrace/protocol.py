@@ -132,6 +132,9 @@ class WildTraceProtocol(BaseBenchmark):
     ITEM_NOUN: ClassVar[str] = "task"
     ITEM_NOUN_PLURAL: ClassVar[str] = "tasks"
     CLUSTER_NOUN: ClassVar[str | None] = "document"   # tasks about one document are one cluster
+    # Contestant repeats: the bootstrap draws tasks with all their answers (item means), never
+    # the answers again within a task; with one answer per task (the protocol) nothing changes.
+    RESAMPLE_REPEATS: ClassVar[bool] = False
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)
