@@ -19,13 +19,15 @@ from typing import TYPE_CHECKING, Any
 from evalnb.benchmarks import Benchmark, Task
 from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, metric_ci, metric_value, score_or_nan
 from evalnb.core.data import Where, read_json, read_jsonl, record_id, require, unique_ids
-from evalnb.core.errors import ConfigError, DataError
+from evalnb.core.chains import chained
+from evalnb.core.errors import ConfigError, DataError, NotYet
 from evalnb.stats.metrics import channel_mean, count_scored, macro_mean, mean, ratio, share_scored, stratum_mean
 from evalnb.core.replies import JudgeReplyError, as_number, field_of, interpreter, json_objects, reply_of
 from evalnb.core.run_config import EndpointConfig, RunConfig
 from evalnb.stats.intervals import N_BOOT, cell_mean
 from evalnb.core.types import (Call, ChatRequest, Completion, Fact, ItemEvidence, ItemResults, JudgeStatus, Metric,
-                               Passage, Prepared, Record, RunScores, Status, Table, Usage, answer_fields)
+                               Passage, Prepared, Record, RunScores, Status, Table, Turn, Usage,
+                               answer_fields)
 
 if TYPE_CHECKING:
     from evalnb.views.figures import ReportFigure as ReportFigure
@@ -38,7 +40,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("Benchmark", "BaseBenchmark", "Task", "RunConfig", "EndpointConfig", "BOOTSTRAP_OPTIONS")),
     ("Calls and records",
      "Each stage's work is a list of `Call`s; each finished call is one `Record` in the stage's store.",
-     ("Call", "Prepared", "ChatRequest", "Completion", "Usage", "Record", "Status", "JudgeStatus", "answer_fields")),
+     ("Call", "Prepared", "ChatRequest", "Turn", "chained", "NotYet", "Completion", "Usage", "Record", "Status",
+      "JudgeStatus", "answer_fields")),
     ("Judge replies",
      "A judge's reply becomes a verdict or a resumable judge failure, never a zero.",
      ("interpreter", "JudgeReplyError", "json_objects", "field_of", "as_number", "reply_of")),
@@ -96,7 +99,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["Benchmark", "BaseBenchmark", "Task", "RunConfig", "EndpointConfig", "BOOTSTRAP_OPTIONS",
-           "Call", "Prepared", "ChatRequest", "Completion", "Usage", "Record", "Status", "JudgeStatus",
+           "Call", "Prepared", "ChatRequest", "Turn", "chained", "NotYet", "Completion", "Usage", "Record", "Status", "JudgeStatus",
            "answer_fields", "interpreter", "JudgeReplyError", "json_objects", "field_of", "as_number", "reply_of",
            "Metric", "ItemResults", "mean", "stratum_mean", "macro_mean", "share_scored", "count_scored",
            "channel_mean", "ratio", "cell_mean", "N_BOOT", "NAN", "score_or_nan", "metric_value", "metric_ci",
