@@ -274,7 +274,18 @@ def warm_up(first: Sequence[str], later: Sequence[str]) -> None:
     from evalnb.records.lock import die_with_parent
 
     die_with_parent()
+    restore_pythonpath()
     load(first, later)
+
+
+def restore_pythonpath() -> None:
+    """In the kernel: every ``PYTHONPATH`` entry on ``sys.path``, first, in order. ipykernel's
+    launcher deletes ``sys.path[0]`` when it is the current directory (taking it for the
+    directory Python adds), which under ``-P`` is the first ``PYTHONPATH`` entry when the
+    kernel starts in that folder: ``PYTHONPATH=.`` from a plug-in's own folder."""
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    missing = [e for e in entries if e not in sys.path]
+    sys.path[:0] = missing
 
 
 _later: list[threading.Thread] = []   # this kernel's background import, while it may run
