@@ -177,3 +177,14 @@ def test_a_plugin_runs_from_its_own_folder_under_a_limit_and_verifies(tmp_path: 
     assert scores["metrics"]["score"]["value"] == pytest.approx((sum(RATINGS["c1"]) + sum(RATINGS["c2"])) / 4)
     checked = evalnb(["verify", str(run)], folder, path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_kernel_gets_pythonpath_made_absolute_and_no_stray_empty_entry(tmp_path: Path) -> None:
+    from evalnb.app.runs.kernels import kernel_environment
+
+    start = tmp_path / "here"
+    env = kernel_environment({"PYTHONPATH": os.pathsep.join([".", "", "lib", "/abs/elsewhere"]), "HOME": "/h"}, start)
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(start.resolve()), str((start / "lib").resolve()),
+                                                   "/abs/elsewhere"]
+    assert env["HOME"] == "/h"
+    assert "PYTHONPATH" not in kernel_environment({"PYTHONPATH": os.pathsep}, start)

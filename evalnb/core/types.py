@@ -186,7 +186,13 @@ class Call:
     judges. ``prepare()``: run when a worker takes the call (read a document here, not before);
     returns a :class:`Prepared`. ``interpret(completion)``: the record's fields from the
     completion (default :func:`answer_fields`); it must return ``status`` and ``text`` (see
-    ``Record``). Neither may call a provider: the stages make the call."""
+    ``Record``). Neither may call a provider: the stages make the call.
+
+    ``needs`` and ``prepare_after``: a chained call (made with ``chained``), which needs the
+    records of other calls of the same stage (the keys in ``needs``) and is prepared from them
+    by ``prepare_after(records)`` once they are all done; its ``prepare`` raises ``NotYet``.
+    The stage makes it in a later round of the same pass, never before, and never when a call
+    it needs did not succeed."""
 
     key: str
     endpoint: str                                   # which provider of the pool runs it
