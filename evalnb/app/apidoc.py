@@ -68,6 +68,27 @@ def second(self, c, first, records):
     history = (Turn("user", c.turns[0]), Turn("assistant", records[first]["text"]))
     return Prepared(ChatRequest(c.turns[1], 256, history=history), {"task_id": c.task_id})
 ```
+
+## Pairwise judging against a baseline
+
+An Arena-Hard-style judge compares the contestant's answer with a fixed baseline's, twice:
+game 1 with the contestant as answer A, game 2 with it as B, so that a judge's preference for
+a position does not decide the result. Make the two judge calls per item (`ID::g1`, `ID::g2`),
+read each reply with `read_verdict` (one of `[[A>>B]]`, `[[A>B]]`, `[[A=B]]`, `[[B>A]]`,
+`[[B>>A]]`, else a judge failure), and score from the contestant's side:
+
+```python
+g1 = contestant_label(read_verdict(reply_1), contestant_is_a=True)
+g2 = contestant_label(read_verdict(reply_2), contestant_is_a=False)
+games = [(g1, g2), ...]                        # one pair per item
+rate = win_rate(games, n_boot=2000, seed=0)    # win 1, tie 0.5, loss 0; items resampled whole
+agree = consistency(games)                     # share of items whose two orders agree
+scores = bradley_terry(battles_against("baseline", {"model-x": games, "model-y": other_games}),
+                       "baseline", strong_weight=3)   # Elo scale, baseline 1000, intervals and ranks
+```
+
+With games `[("A>>B", "A>B"), ("B>A", "A=B"), ("A=B", "A=B")]` the win rate is
+(1 + 1 + 0 + 0.5 + 0.5 + 0.5) / 6 = 0.583, and the two orders agree on 2 of 3 items.
 """
 
 
