@@ -188,3 +188,43 @@ def test_the_kernel_gets_pythonpath_made_absolute_and_no_stray_empty_entry(tmp_p
                                                    "/abs/elsewhere"]
     assert env["HOME"] == "/h"
     assert "PYTHONPATH" not in kernel_environment({"PYTHONPATH": os.pathsep}, start)
+
+
+BY_CATEGORY = '''
+import dataclasses
+
+from evalnb.api import Metric, stratum_mean
+from two_turn_bench import TwoTurn
+
+
+class ByCategory(TwoTurn):
+    """Metrics that follow the data: one score per category found in the items."""
+
+    @classmethod
+    def results(cls, scores):
+        found = super().results(scores)
+        return dataclasses.replace(found, strata={r["task_id"]: r["category"] for r in scores["tasks"]})
+
+    @classmethod
+    def metrics_for(cls, results):
+        return cls.metrics() + tuple(Metric(f"score_{c}", f"score in {c}", stratum_mean(c))
+                                     for c in sorted(set(results.strata.values())))
+'''
+
+
+def test_metrics_can_follow_the_categories_in_the_data(tmp_path: Path, on_path: Path) -> None:
+    (on_path / "by_category.py").write_text(BY_CATEGORY)
+    with FakeLLMServer() as server:
+        server.responder = Responder()
+        run = opening.open_run(params(tmp_path, server.url, benchmark="by_category:ByCategory"))
+        pipeline.generate(run)
+        pipeline.judge(run)
+        pipeline.aggregate(run)
+    metrics = json.loads((run.dir / "scores.json").read_text())["metrics"]
+    by_category: dict[str, list[float]] = {}
+    for c in conversations():
+        by_category.setdefault(c["category"], []).append(sum(RATINGS[c["id"]]) / 2)
+    assert {n for n in metrics if n.startswith("score_")} == {f"score_{c}" for c in by_category}
+    for category, values in by_category.items():
+        metric = metrics[f"score_{category}"]
+        assert metric["value"] == pytest.approx(np.mean(values)) and metric["ci"] is not None, category

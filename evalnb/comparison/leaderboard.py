@@ -18,6 +18,7 @@ import pandas as pd
 
 from evalnb.stats import intervals as stats
 from evalnb.benchmarks import Benchmark
+from evalnb.benchmarks.base import declared_metrics
 from evalnb.core.types import ItemResults, Metric
 from evalnb.records.fingerprint import comparable_parts
 from evalnb.records.stores import write_json
@@ -38,7 +39,7 @@ def _strata(results: ItemResults, ids: Sequence[str] | None = None) -> list[str]
 def intervals(cmp: Comparison, run: RunRecord) -> dict[str, stats.Interval]:
     """Every metric the benchmark declares, with the compare's bootstrap settings."""
     results = run.results(cmp.benchmark)
-    return stats.metric_intervals(results.values, cmp.benchmark.metrics(), strata=_strata(results),
+    return stats.metric_intervals(results.values, declared_metrics(cmp.benchmark, results), strata=_strata(results),
                                   n_boot=cmp.n_boot, seed=cmp.seed, channels=results.channels)
 
 
@@ -59,9 +60,9 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
     percentile bootstrap interval (the same procedure and metrics as each run's own report);
     ``n`` its items, ``failed`` how many of them ended in a failure (scored 0)."""
     rows = []
-    metrics = {m.name: m for m in cmp.benchmark.metrics()}
     for run in cmp.runs:
         results = run.results(cmp.benchmark)
+        metrics = {m.name: m for m in declared_metrics(cmp.benchmark, results)}   # metrics that follow the data
         row: dict[str, Any] = {"model": run.label, "run": run.scores["run_name"], "offline": run.offline,
                                "n": len(results.ids), "failed": failed_items(results.statuses)}
         for name, interval in intervals(cmp, run).items():
