@@ -228,3 +228,18 @@ def test_metrics_can_follow_the_categories_in_the_data(tmp_path: Path, on_path: 
     for category, values in by_category.items():
         metric = metrics[f"score_{category}"]
         assert metric["value"] == pytest.approx(np.mean(values)) and metric["ci"] is not None, category
+
+
+def test_estimate_and_prompt_commands_exit_0_on_a_fresh_run(tmp_path: Path, on_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from evalnb.app.main import main
+
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params(tmp_path, "http://127.0.0.1:9")))
+    assert main(["estimate", str(path)]) == 0
+    said = capsys.readouterr().out
+    assert "4 call(s) need other calls' answers first" in said
+    assert main(["prompt", str(path), "c2"]) == 0
+    shown = capsys.readouterr().out
+    assert "=== model: call c2::t2" in shown and "needs the answer(s) of c2::t1" in shown
+    assert f"--- turn 2: assistant ({len(PLACEHOLDER)} characters)\n{PLACEHOLDER}" in shown
