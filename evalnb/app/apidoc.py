@@ -87,7 +87,8 @@ scores = bradley_terry(battles_against("baseline", {"model-x": games, "model-y":
                        "baseline", strong_weight=3)   # Elo scale, baseline 1000, intervals and ranks
 ```
 
-With games `[("A>>B", "A>B"), ("B>A", "A=B"), ("A=B", "A=B")]` the win rate is
+`examples/pairwise_qa/` is a whole benchmark built this way. With games
+`[("A>>B", "A>B"), ("B>A", "A=B"), ("A=B", "A=B")]` the win rate is
 (1 + 1 + 0 + 0.5 + 0.5 + 0.5) / 6 = 0.583, and the two orders agree on 2 of 3 items.
 """
 
