@@ -243,3 +243,41 @@ def test_estimate_and_prompt_commands_exit_0_on_a_fresh_run(tmp_path: Path, on_p
     shown = capsys.readouterr().out
     assert "=== model: call c2::t2" in shown and "needs the answer(s) of c2::t1" in shown
     assert f"--- turn 2: assistant ({len(PLACEHOLDER)} characters)\n{PLACEHOLDER}" in shown
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_conversation_resumes_with_every_chain_whole(tmp_path: Path) -> None:
+    """SIGKILL while c3's turn 2 hangs (every other turn recorded), then a rerun: only c3's turn 2
+    is sent again, with c3's own recorded turn-1 answer, and the run verifies."""
+    import signal
+
+    from tests.fakeserver import Hang
+    from tests.test_judge_example import wait_for_lines
+
+    folder = Path(shutil.copytree(SOURCE, tmp_path / "plugin", ignore=shutil.ignore_patterns("__pycache__")))
+    hanging = conversations()[2]["turns"][1]
+    with FakeLLMServer() as server:
+        answers = Responder()
+        server.responder = lambda r: Hang(60) if r.body.get("messages", [{}])[-1].get("content") == hanging \
+            else answers(r)
+        (folder / "run.yaml").write_text(yaml.safe_dump(params(folder / "outputs", server.url)))
+        env = {**os.environ, "PYTHONPATH": "."}
+        process = subprocess.Popen([str(EVALNB), "run", "run.yaml"], cwd=folder, env=env, start_new_session=True,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        store = folder / "outputs" / "talk" / "generate.jsonl"
+        wait_for_lines(store, 7, process)
+        os.killpg(process.pid, signal.SIGKILL)   # the CLI, papermill and the kernel at once
+        process.wait()
+        assert len(store.read_text().splitlines()) == 7
+        before = len(server.requests)
+        server.responder = answers
+        done = evalnb(["run", "run.yaml"], folder, ".")
+        assert done.returncode == 0, done.stderr
+        again = [r for r in server.requests[before:] if r.model == "talker"]
+        assert [r.body["messages"] for r in again] == [[{"role": "user", "content": conversations()[2]["turns"][0]},
+                                                        {"role": "assistant", "content": answer("c3", 1)},
+                                                        {"role": "user", "content": hanging}]]
+    run = folder / "outputs" / "talk"
+    assert json.loads((run / "scores.json").read_text())["complete"] is True
+    checked = evalnb(["verify", str(run)], folder, ".")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
