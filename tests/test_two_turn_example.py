@@ -281,3 +281,20 @@ def test_a_run_killed_mid_conversation_resumes_with_every_chain_whole(tmp_path: 
     assert json.loads((run / "scores.json").read_text())["complete"] is True
     checked = evalnb(["verify", str(run)], folder, ".")
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.slow
+def test_compare_of_plugin_runs_from_their_own_folder(tmp_path: Path) -> None:
+    """``evalnb compare``'s kernel imports the plug-in through a relative ``PYTHONPATH`` too."""
+    folder = Path(shutil.copytree(SOURCE, tmp_path / "plugin", ignore=shutil.ignore_patterns("__pycache__")))
+    with FakeLLMServer() as server:
+        server.responder = Responder()
+        for name in ("one", "two"):
+            (folder / f"{name}.yaml").write_text(yaml.safe_dump(params(folder / "outputs", server.url)
+                                                                | {"run_name": name,
+                                                                   "output_dir": str(folder / "outputs" / name)}))
+            done = evalnb(["run", f"{name}.yaml"], folder, ".")
+            assert done.returncode == 0, done.stderr
+    done = evalnb(["compare", "outputs/one", "outputs/two", "--out", "cmp"], folder, ".")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((folder / "cmp" / "compare.json").read_text())["benchmark"] == IMPORT_PATH
