@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from evalnb.core.run_config import EndpointConfig
 from evalnb.providers import make_provider
+from evalnb.core.types import Turn
 from evalnb.providers.base import ChatRequest, Usage
 from evalnb.providers.retry import RetryPolicy, call_with_retries
 from tests.conftest import FAST_RETRY
@@ -173,6 +175,39 @@ def test_system_prompt_and_json_schema_use_each_sdks_field(server: FakeLLMServer
         assert config["responseMimeType"] == "application/json"
         assert config["responseJsonSchema"] == schema
         assert body["systemInstruction"]["parts"] == [{"text": "be strict"}]
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+@pytest.mark.parametrize("budget", [64, 32768])   # live and streamed (a budget above 16,384 streams)
+def test_a_conversation_is_sent_as_the_sdks_own_message_list(server: FakeLLMServer, sdk: str, budget: int) -> None:
+    history = (Turn("user", "What is 2+2?"), Turn("assistant", "4."))
+    outcome(endpoint(sdk, server), ChatRequest("And times 3?", budget, None, system="be brief", history=history))
+    body = server.requests[0].body
+    if sdk == "openai":
+        assert body["messages"] == [{"role": "system", "content": "be brief"},
+                                    {"role": "user", "content": "What is 2+2?"},
+                                    {"role": "assistant", "content": "4."},
+                                    {"role": "user", "content": "And times 3?"}]
+    elif sdk == "anthropic":
+        assert body["system"] == "be brief"
+        assert body["messages"] == [{"role": "user", "content": "What is 2+2?"},
+                                    {"role": "assistant", "content": "4."},
+                                    {"role": "user", "content": "And times 3?"}]
+    else:
+        assert body["systemInstruction"]["parts"] == [{"text": "be brief"}]
+        assert body["contents"] == [{"role": "user", "parts": [{"text": "What is 2+2?"}]},
+                                    {"role": "model", "parts": [{"text": "4."}]},
+                                    {"role": "user", "parts": [{"text": "And times 3?"}]}]
+
+
+@pytest.mark.parametrize("history, problem", [
+    ((Turn("assistant", "hi"),), "history[0]: expected role 'user', got 'assistant'"),
+    ((Turn("user", "a"), Turn("user", "b")), "history[1]: expected role 'assistant', got 'user'"),
+    ((Turn("user", "a"),), "ends with a user turn"),
+])
+def test_a_history_that_no_api_accepts_is_refused_in_one_line(history, problem) -> None:
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        ChatRequest("q", 10, history=history)
 
 
 # --- the command provider -------------------------------------------------------------------

@@ -18,6 +18,7 @@ import pandas as pd
 
 from evalnb.stats import bounded, clustered, intervals as stats
 from evalnb.benchmarks import Benchmark
+from evalnb.benchmarks.base import declared_metrics
 from evalnb.core.types import ItemResults, Metric
 from evalnb.records.fingerprint import comparable_parts
 from evalnb.records.stores import write_json
@@ -41,16 +42,21 @@ def intervals(cmp: Comparison, run: RunRecord) -> dict[str, stats.Interval]:
 
 
 def all_intervals(cmp: Comparison, runs: Sequence[RunRecord]) -> list[dict[str, stats.Interval]]:
-    """:func:`intervals` of each run, the runs with the same strata (a task set) resampled by one
-    set of draws (:func:`evalnb.stats.intervals.metric_intervals_many`): each run's numbers are
-    those it gets alone, drawn once instead of once per run."""
+    """:func:`intervals` of each run, the runs with the same strata (a task set) and the same
+    metrics (which may follow the data) resampled by one set of draws
+    (:func:`evalnb.stats.intervals.metric_intervals_many`): each run's numbers are those it gets
+    alone, drawn once instead of once per run."""
     found: dict[int, dict[str, stats.Interval]] = {}
-    groups: dict[tuple[str, ...], list[int]] = {}
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[int]] = {}
+    declared: dict[int, Sequence[Metric]] = {}
     for k, run in enumerate(runs):
-        groups.setdefault(tuple(_strata(run.results(cmp.benchmark))), []).append(k)
-    for strata, members in groups.items():
+        results = run.results(cmp.benchmark)
+        declared[k] = declared_metrics(cmp.benchmark, results)
+        key = (tuple(_strata(results)), tuple(m.name for m in declared[k]))
+        groups.setdefault(key, []).append(k)
+    for (strata, _), members in groups.items():
         subjects = [(runs[k].results(cmp.benchmark).values, runs[k].results(cmp.benchmark).channels) for k in members]
-        got = stats.metric_intervals_many(subjects, cmp.benchmark.metrics(), strata=list(strata), n_boot=cmp.n_boot,
+        got = stats.metric_intervals_many(subjects, declared[members[0]], strata=list(strata), n_boot=cmp.n_boot,
                                           seed=cmp.seed,
                                           resample_repeats=getattr(cmp.benchmark, "RESAMPLE_REPEATS", True))
         found |= dict(zip(members, got))
@@ -74,9 +80,9 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
     percentile bootstrap interval (the same procedure and metrics as each run's own report);
     ``n`` its items, ``failed`` how many of them ended in a failure (scored 0)."""
     rows = []
-    metrics = {m.name: m for m in cmp.benchmark.metrics()}
     for run, found in zip(cmp.runs, all_intervals(cmp, cmp.runs)):
         results = run.results(cmp.benchmark)
+        metrics = {m.name: m for m in declared_metrics(cmp.benchmark, results)}   # metrics that follow the data
         row: dict[str, Any] = {"model": run.label, "run": run.scores["run_name"], "offline": run.offline,
                                "n": len(results.ids), "failed": failed_items(results.statuses)}
         for name, interval in found.items():

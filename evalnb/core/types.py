@@ -36,18 +36,59 @@ its item: :meth:`evalnb.records.stores.JsonlStore.load` leaves it out, so the it
 never scored, and the next pass calls it again."""
 
 
+TurnRole = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One earlier turn of a conversation: what the user said or what the model answered.
+    The system prompt is not a turn (``ChatRequest.system``): Anthropic and Gemini carry it
+    apart from the messages, so it is kept apart everywhere."""
+
+    role: TurnRole
+    content: str
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One user turn: ``prompt``, the output budget ``max_tokens`` (sent under the endpoint's
     ``token_param``), ``temperature`` (None: the field is not sent at all), an optional
     ``system`` prompt and an optional ``json_schema`` for structured output where the
-    provider supports it."""
+    provider supports it.
+
+    ``history``: the conversation before this turn, oldest first, as the providers' own
+    message lists carry it (an assistant turn is the model's answer, not text pasted into a
+    user message). It starts with a user turn and alternates, ending with an assistant turn,
+    so that ``prompt`` (always the last user turn) follows it: the one shape every API
+    accepts. Empty (the default) is the single-turn request every benchmark sent before."""
 
     prompt: str
     max_tokens: int
     temperature: float | None = None
     system: str | None = None
     json_schema: dict[str, Any] | None = None
+    history: tuple[Turn, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.history, tuple):   # a list given: kept hashable and immutable
+            object.__setattr__(self, "history", tuple(self.history))
+        for i, turn in enumerate(self.history):
+            expected = "user" if i % 2 == 0 else "assistant"
+            if not isinstance(turn, Turn) or turn.role != expected:
+                got = turn.role if isinstance(turn, Turn) else type(turn).__name__
+                raise ValueError(f"ChatRequest.history[{i}]: expected role {expected!r}, got {got!r} (the history "
+                                 "alternates user, assistant, ... and ends with an assistant turn)")
+        if len(self.history) % 2:
+            raise ValueError("ChatRequest.history: ends with a user turn; the last user turn is the prompt")
+
+    def turns(self) -> tuple[Turn, ...]:
+        """The whole conversation as sent: the history, then ``prompt`` as the last user turn."""
+        return (*self.history, Turn("user", self.prompt))
+
+    def text(self) -> str:
+        """Everything the request sends as text (system, every turn): what its length is
+        estimated from."""
+        return "\n".join([*([self.system] if self.system else []), *(t.content for t in self.turns())])
 
 
 @dataclass(frozen=True)
@@ -145,12 +186,22 @@ class Call:
     judges. ``prepare()``: run when a worker takes the call (read a document here, not before);
     returns a :class:`Prepared`. ``interpret(completion)``: the record's fields from the
     completion (default :func:`answer_fields`); it must return ``status`` and ``text`` (see
-    ``Record``). Neither may call a provider: the stages make the call."""
+    ``Record``). Neither may call a provider: the stages make the call.
+
+    ``needs`` and ``prepare_after``: a chained call (made with ``chained``), which needs the
+    records of other calls of the same stage (the keys in ``needs``) and is prepared from them
+    by ``prepare_after(records)`` once they are all done; its ``prepare`` raises ``NotYet``.
+    The stage makes it in a later round of the same pass, never before, and never when a call
+    it needs did not succeed."""
 
     key: str
     endpoint: str                                   # which provider of the pool runs it
     prepare: Callable[[], Prepared]                 # runs when a worker takes the call
     interpret: Callable[[Completion], dict[str, Any]] = answer_fields
+    # A chained call (evalnb.core.chains): the keys of the same stage's calls whose records it
+    # needs, and how it is prepared from them; made only once they are all done.
+    needs: tuple[str, ...] = ()
+    prepare_after: Callable[[Mapping[str, Record]], Prepared] | None = None
 
 
 # --- statuses ------------------------------------------------------------------------------------

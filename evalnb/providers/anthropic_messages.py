@@ -56,7 +56,7 @@ class AnthropicProvider:
     def request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model, "max_tokens": request.max_tokens,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": [{"role": turn.role, "content": turn.content} for turn in request.turns()],
             # An explicit timeout: without one the SDK refuses non-streaming calls whose
             # max_tokens (32768 for reasoning models) it guesses could exceed ten minutes.
             "timeout": self.timeout,

@@ -96,7 +96,9 @@ class GeminiProvider:
         return types.GenerateContentConfig(**config)
 
     def contents(self, request: ChatRequest) -> list[types.Content]:
-        return [types.Content(role="user", parts=[types.Part(text=request.prompt)])]
+        """The conversation as Gemini's contents: the model's own turns have the role ``model``."""
+        return [types.Content(role="model" if turn.role == "assistant" else "user", parts=[types.Part(text=turn.content)])
+                for turn in request.turns()]
 
     async def complete(self, request: ChatRequest) -> Completion:
         if self.stream.streams(request):   # reading 25: the same request, streamed

@@ -89,7 +89,7 @@ class Pacer:
     arrival_bound: float = 0.0   # ARRIVAL_BOUND_SECONDS for a real endpoint (make_provider)
 
     def cost_of(self, request: ChatRequest) -> dict[str, float]:
-        return {"requests": 1.0, "input_tokens": estimate_tokens(request.prompt),
+        return {"requests": 1.0, "input_tokens": estimate_tokens(request.text()),
                 "output_tokens": float(request.max_tokens)}
 
     def _used(self, now: float) -> dict[str, float]:

@@ -55,7 +55,8 @@ def failed_attempt_usage(error: ProviderError, request: ChatRequest) -> dict[str
 
 def request_input_tokens(request: ChatRequest) -> float:
     """The estimated input of a request: its prompt and its system text (core.tokens)."""
-    return estimate_tokens(request.prompt) + (estimate_tokens(request.system) if request.system else 0.0)
+    return (estimate_tokens(request.prompt) + (estimate_tokens(request.system) if request.system else 0.0)
+            + sum(estimate_tokens(turn.content) for turn in request.history))
 
 
 def makes_no_model_call(provider: object) -> bool:

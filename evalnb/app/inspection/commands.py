@@ -43,6 +43,10 @@ def estimate_command(params: Path, sets: Sequence[str], wide: bool = False) -> i
     _note(wide, "ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
           "output tokens and judge calls for answers not yet generated are upper bounds "
           "(every in-scope task answered, every budget used).")
+    if awaiting := sum(r.get("awaiting_answers", 0) for r in rows):
+        _note(wide, f"{awaiting} call(s) need other calls' answers first (a later turn of a conversation): counted "
+              "from the benchmark's declaration, their prompts estimated on assumed answers; the run makes them "
+              "once those answers are recorded.")
     if not wide:
         _note(wide, "cost (max): input at its estimate and every output budget used, at the live price; "
               "--wide for every column (batch prices, rate-limit minutes, measured latency).")

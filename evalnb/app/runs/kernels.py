@@ -18,7 +18,10 @@ first, which may be another environment's), started with ``-P`` (Python's safe p
 Python nor IPython puts the current directory on ``sys.path``, so a folder that holds a
 directory named ``evalnb`` (the parent of a checkout) cannot shadow the evalnb that launched
 the kernel. ``-P`` is a flag, not ``PYTHONSAFEPATH``: the processes the kernel starts (a
-``command`` endpoint's script) keep Python's usual path.
+``command`` endpoint's script) keep Python's usual path. The kernel gets the ``PYTHONPATH``
+the command was started with, relative entries resolved against the starting directory
+(:func:`kernel_environment`): a plug-in importable where ``evalnb`` was started is importable
+in its kernels.
 
 One job, two sides: the functions at the end run inside the kernel (sent as code), the rest
 start, reset and stop it; they change together, so they stay in one module.
@@ -33,7 +36,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +71,8 @@ def start_run_kernel(cwd: Path, first: Sequence[str] = FIRST_MODULES,
     sockets = Path(tempfile.mkdtemp(prefix="evalnb-kernel-"))
     manager = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "socket"),
                                  kernel_spec_manager=_this_interpreter())
-    run_sync(manager.start_kernel)(cwd=str(cwd), extra_arguments=KERNEL_ARGUMENTS)
+    run_sync(manager.start_kernel)(cwd=str(cwd), extra_arguments=KERNEL_ARGUMENTS,
+                                   env=kernel_environment(os.environ, Path.cwd()))
     # Requests queue in the kernel until it binds its sockets; the client stays open for
     # the run (closing its socket would drop a request not yet delivered).
     control = BlockingKernelClient()
@@ -77,6 +81,24 @@ def start_run_kernel(cwd: Path, first: Sequence[str] = FIRST_MODULES,
     kernel = RunKernel(manager, control, sockets)
     _send(kernel, f"__import__('evalnb.app.runs.kernels').app.runs.kernels.warm_up({list(first)!r}, {list(later)!r})")
     return kernel
+
+
+def kernel_environment(environ: Mapping[str, str], start: Path) -> dict[str, str]:
+    """evalnb's environment for a kernel, its ``PYTHONPATH`` entries made absolute against
+    ``start``, the directory the command was started in.
+
+    The kernel runs in the run's directory, so a relative entry (``PYTHONPATH=.`` to run a
+    plug-in from its own folder) would otherwise name another folder there. An empty entry
+    (a stray ``:``), which Python reads as "the current directory", is dropped: the starting
+    directory reaches the kernel only where ``PYTHONPATH`` names it, so a folder holding a
+    directory named ``evalnb`` cannot shadow the installed package by accident."""
+    env = dict(environ)
+    entries = [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if e]
+    if entries:
+        env["PYTHONPATH"] = os.pathsep.join(str((start / Path(e).expanduser()).resolve()) for e in entries)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
 
 
 def _this_interpreter() -> Any:
@@ -252,7 +274,18 @@ def warm_up(first: Sequence[str], later: Sequence[str]) -> None:
     from evalnb.records.lock import die_with_parent
 
     die_with_parent()
+    restore_pythonpath()
     load(first, later)
+
+
+def restore_pythonpath() -> None:
+    """In the kernel: every ``PYTHONPATH`` entry on ``sys.path``, first, in order. ipykernel's
+    launcher deletes ``sys.path[0]`` when it is the current directory (taking it for the
+    directory Python adds), which under ``-P`` is the first ``PYTHONPATH`` entry when the
+    kernel starts in that folder: ``PYTHONPATH=.`` from a plug-in's own folder."""
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    missing = [e for e in entries if e not in sys.path]
+    sys.path[:0] = missing
 
 
 _later: list[threading.Thread] = []   # this kernel's background import, while it may run
