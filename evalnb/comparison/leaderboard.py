@@ -87,8 +87,7 @@ def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout
     shown = {m.name: m.label.split(":")[0] for m in bench.metrics() if m.headline}
     kept = ("model", "run", "rank_interval", "p_first")   # how sure the order is, where the joint bootstrap ran
     others = [c for c in columns if c not in kept and not any(c == m or c.startswith(f"{m}_") for m in shown)]
-    return estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others,
-                            rename={"rank_interval": "rank (95% interval)", "p_first": "P(first)"})
+    return estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others)
 
 
 def repeats_table(cmp: Comparison) -> pd.DataFrame:
