@@ -90,7 +90,7 @@ def compare_results(out: Path) -> dict[str, Any]:
     board = (data.get("tables") or {}).get("leaderboard") or []
     first = (data.get("runs") or [{}])[0].get("dir")
     entries = metric_entries(read_json_if_exists(Path(first) / "scores.json") or {}) if first else []
-    headline = [m["metric"] for m in entries]
+    headline = [m["metric"] for m in entries] or headline_of(data.get("benchmark"))
     rows = []
     for place, row in enumerate(board, start=1):
         # The leaderboard's own rank (ties averaged) and how sure it is, when compare computed them;
@@ -103,8 +103,35 @@ def compare_results(out: Path) -> dict[str, Any]:
                                      "n": row.get(f"{m}_n") if row.get(f"{m}_n") is not None else row.get("n")}
                                  for m in headline}})
     return {"compare_dir": str(out), "benchmark": data.get("benchmark"), "headline": headline,
-            "words": {m["metric"]: (m["label"] or m["metric"]).split(":")[0] for m in entries}, "ranking": rows,
+            "words": metric_words_of(data.get("benchmark"), entries), "ranking": rows,
             "pairwise": (data.get("tables") or {}).get("pairwise") or [], "report": _exists(out / "05_compare.html")}
+
+
+def headline_of(benchmark: Any) -> list[str]:
+    """The benchmark's headline metrics (for runs whose scores.json lists none)."""
+    from evalnb.benchmarks import benchmark_for
+    from evalnb.core.errors import ConfigError
+
+    try:
+        return [m.name for m in benchmark_for(benchmark, "compare").metrics() if m.headline] if benchmark else []
+    except ConfigError:
+        return []
+
+
+def metric_words_of(benchmark: Any, entries: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each metric's word as the leaderboard shows it: the benchmark's own labels, else the
+    record's."""
+    words = {m["metric"]: (m["label"] or m["metric"]).split(":")[0] for m in entries}
+    if benchmark:
+        from evalnb.benchmarks import benchmark_for
+        from evalnb.core.errors import ConfigError
+        from evalnb.views.labels import metric_words
+
+        try:
+            words |= metric_words(benchmark_for(benchmark, "compare").metrics())
+        except ConfigError:   # a benchmark this install does not have: the record's own labels
+            pass
+    return words
 
 
 def estimate_cells(entry: Mapping[str, Any] | None) -> list[str]:

@@ -23,6 +23,7 @@ from evalnb.records.fingerprint import comparable_parts
 from evalnb.records.stores import write_json
 from evalnb.evidence.failures import failed_items
 from evalnb.stats.metric_n import items_read
+from evalnb.views.labels import CI
 from evalnb.views.tables import Layout, estimates_layout, readable
 from evalnb.comparison import joint as joint_stats
 from evalnb.comparison.compare import Comparison, RunRecord
@@ -84,7 +85,7 @@ def leaderboard(cmp: Comparison) -> pd.DataFrame:
 def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout:
     """The leaderboard as shown: each model, then each headline metric's estimate and n. The
     other metrics, and every raw number, are in compare.json and leaderboard.csv."""
-    shown = {m.name: m.label.split(":")[0] for m in bench.metrics() if m.headline}
+    shown = {m.name: f"{m.label.split(':')[0]} {CI}" for m in bench.metrics() if m.headline}
     kept = ("model", "run", "rank_interval", "p_first")   # how sure the order is, where the joint bootstrap ran
     others = [c for c in columns if c not in kept and not any(c == m or c.startswith(f"{m}_") for m in shown)]
     return estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others)

@@ -155,6 +155,9 @@ LABELS: dict[str, Label] = {
     "state": _l("state", "where the run stands"),
 }
 
+# Headers a table's layout gives a column in its context (the judges' "mean" is their mean score).
+IN_CONTEXT: tuple[str, ...] = ("mean score",)
+
 # Headers a table builds from its own settings: ``{}`` stands for that part.
 TEMPLATES: tuple[str, ...] = (
     "{} " + CI, "MDE ({} power)", "share |A - B| > {}", "items needed, {} repeats", "{} [95% CI]",
@@ -215,7 +218,7 @@ _PATTERNS = tuple(_template(t) for t in TEMPLATES)
 def known(text: str, extra: Iterable[str] = ()) -> bool:
     """Whether ``text`` is a header of the vocabulary (``extra``: words a table adds of its
     own source, a benchmark's metric labels)."""
-    words = {label.header for label in LABELS.values()} | set(extra)
+    words = {label.header for label in LABELS.values()} | set(IN_CONTEXT) | set(extra)
     return text in words or any(p.match(text) for p in _PATTERNS)
 
 
