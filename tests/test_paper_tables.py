@@ -5,6 +5,7 @@ without an overfull line, every header is in the PDF's text, and every header a 
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -136,3 +137,49 @@ def test_every_table_fits_the_page_and_figures_compile(compared: Path, tmp_path:
     assert "\\label{fig:evalnb-leaderboard}" in figures and "\\caption{" in figures
     log, _ = compile_tex(paper, "figures-check", "\\input{figures.tex}")
     assert not overfull(log)
+
+
+def terminal_headers(line: str) -> list[str]:
+    return re.split(r"\s{2,}", line.strip())
+
+
+def check_headers(heads: list[str], extra: set[str], where: str) -> None:
+    for head in heads:
+        assert not snake_case(head), (where, head)
+        assert known(head, extra) or head.removesuffix(" [95% CI]") in extra, (where, head)
+
+
+def test_plan_suite_and_status_print_in_the_vocabulary(compared: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evalnb.app.results import run_results, suite_text
+    from evalnb.app.suite.state import _runs_table
+    from evalnb.benchmarks.wildtrace import WildTrace
+
+    words = set(metric_words(WildTrace.metrics()).values())
+    capsys.readouterr()
+    assert main(["plan", str(compared), "--delta", "0.05"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    check_headers(terminal_headers(lines[1]), words, "plan")
+    board = list(pd.read_csv(compared / "leaderboard.csv")["model"])
+    rows = [terminal_headers(line) for line in lines[2:]]
+    assert {r[0] for r in rows} <= words   # the metric's word, as the leaderboard says it
+    assert all(board.index(r[1]) < board.index(r[2]) for r in rows)   # the leaderboard's pair order
+    assert not any(re.fullmatch(r"-?\d+\.\d{4,}", c) for r in rows for c in r)   # no six decimals
+    # a run's scores as the aggregate stage writes them: Scored rests on 11 items, All on 12
+    metrics = {"all_tasks": {"label": "All: every task", "value": 0.5, "ci": {"low": 0.4, "high": 0.6}, "n": 12,
+                             "headline": True},
+               "scored": {"label": "Scored: tasks scored", "value": 0.55, "ci": {"low": 0.45, "high": 0.65}, "n": 11,
+                          "headline": True}}
+    run = compared.parent / "suite-run"
+    run.mkdir(exist_ok=True)
+    (run / "scores.json").write_text(json.dumps({"benchmark": "wildtrace", "run_name": "r", "metrics": metrics}))
+    doc = {"suite_name": "s", "suite_dir": "suite", "leaderboard": {"state": "complete"},
+           "runs": {"a": {**run_results(run), "state": "complete"}}}
+    lines = suite_text(doc).splitlines()
+    heads = terminal_headers(lines[1])
+    check_headers(heads, words, "suite")
+    assert heads[2:] == ["All [95% CI]", "n", "Scored [95% CI]", "n"]
+    assert terminal_headers(lines[2])[2:] == ["0.500 [0.400, 0.600]", "12", "0.550 [0.450, 0.650]", "11"]
+    table = _runs_table({"a": {"run_dir": str(run), "state": "complete", "calls": 3, "input_tokens": 10,
+                               "output_tokens": 5, "spent_usd": 0.0}})
+    check_headers(terminal_headers(table[0]), words, "status")
+    assert terminal_headers(table[1])[2:6] == ["0.500 [0.400, 0.600]", "12", "0.550 [0.450, 0.650]", "11"]

@@ -144,10 +144,10 @@ LABELS: dict[str, Label] = {
     "calls": _l("calls", "the calls the stage makes"),
     "already_done": _l("done", "calls already made (in the stores)"),
     "to_make": _l("to make", "calls not yet made"),
-    "est_input_tokens": _l("input tokens (est.)", "estimated input tokens (characters / 3.3, or / 1.5 for CJK)"),
-    "max_output_tokens": _l("output tokens (max)", "output tokens at most"),
-    "max_total_cost_usd": _l("cost (USD, max)", "the cost at most, calls made live"),
-    "max_total_cost_batch_usd": _l("batch cost (USD, max)", "the cost at most, in batch mode"),
+    "est_input_tokens": _l("input tok. (est.)", "estimated input tokens (characters / 3.3, or / 1.5 for CJK)"),
+    "max_output_tokens": _l("output tok. (max)", "output tokens at most"),
+    "max_total_cost_usd": _l("cost (max)", "the cost at most in US dollars, calls made live"),
+    "max_total_cost_batch_usd": _l("batch cost (max)", "the cost at most in US dollars, in batch mode"),
     "cost_usd": _l("cost (USD)", "the cost in US dollars"),
     "input_tokens": _l("input tokens", "input tokens the endpoints reported"),
     "output_tokens": _l("output tokens", "output tokens the endpoints reported"),
@@ -177,6 +177,7 @@ ABBREVIATIONS: dict[str, str] = {
     "Var(d)": "variance of the item-score difference",
     "USD": "US dollars",
     "est.": "estimated",
+    "tok.": "tokens",
     "var.": "variance",
 }
 
