@@ -50,8 +50,11 @@ def machine_paths(text: str, demo: DemoOutputs) -> list[str]:
 def check_table(head: list[str], rows: list[list[str]], where: str) -> None:
     """The one style: no boolean, no bare integer index, every estimate in value [low, high]
     form with its n beside it."""
+    from evalnb.views.labels import snake_case
+
     cells = [c for row in rows for c in row]
     assert not {"True", "False"} & set(cells), where
+    assert not any(snake_case(h) for h in head), (where, head)   # the vocabulary's headers, never a code name
     assert head and head[0] != "index", where
     assert not (head[0] == "" and [r[0] for r in rows] == [str(i) for i in range(len(rows))]), where   # 0, 1, ...
     for i in range(len(head)):

@@ -153,6 +153,20 @@ LABELS: dict[str, Label] = {
     "output_tokens": _l("output tokens", "output tokens the endpoints reported"),
     "spent_usd": _l("spent (USD)", "what the run's calls cost"),
     "state": _l("state", "where the run stands"),
+    # the run report's usage, latency and reasoning tables
+    "ci_low": _l("CI low", "the lower end of the 95% interval"),
+    "ci_high": _l("CI high", "the upper end of the 95% interval"),
+    "estimated_usage_calls": _l("calls, usage estimated", "calls whose token usage was estimated, not reported"),
+    "first_token_s": _l("first token (s)", "seconds to the first token"),
+    "total_s": _l("total (s)", "seconds to the whole reply"),
+    "output_tokens_per_s": _l("output tokens/s", "output tokens per second"),
+    "with_reasoning": _l("with reasoning", "calls that returned reasoning"),
+    "reasoning_chars": _l("reasoning chars", "characters of reasoning returned"),
+    "think_block_kept": _l("think block kept", "replies whose think block was kept"),
+    "think_block_stripped": _l("think block stripped", "replies whose think block was stripped"),
+    # benchmarks' own tables
+    "task_id": _l("task", "the task's id"),
+    "award_rate": _l("award rate", "the share of the item's points awarded"),
 }
 
 # Headers a table's layout gives a column in its context (the judges' "mean" is their mean score).
@@ -196,6 +210,9 @@ def header(name: Any) -> str:
         return found.header
     if text.startswith("items_needed_K="):
         return f"items needed, {text.split('=', 1)[1]} repeats"
+    first, _, rest = text.partition(" ")   # a flattened two-level column: "total_s median"
+    if rest and first in LABELS:
+        return f"{LABELS[first].header} {rest}"
     return text
 
 
