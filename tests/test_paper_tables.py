@@ -183,3 +183,15 @@ def test_plan_suite_and_status_print_in_the_vocabulary(compared: Path, capsys: p
                                "output_tokens": 5, "spent_usd": 0.0}})
     check_headers(terminal_headers(table[0]), words, "status")
     assert terminal_headers(table[1])[2:6] == ["0.500 [0.400, 0.600]", "12", "0.550 [0.450, 0.650]", "11"]
+
+
+def test_long_model_names_get_a_key_in_a_column_table(compared: Path, tmp_path: Path) -> None:
+    out = tmp_path / "column.tex"
+    assert main(["export", str(compared), "--format", "latex", "--fit", "column", "-o", str(out)]) == 0
+    tex = out.read_text()
+    body = tex.split("\\midrule")[1].split("\\bottomrule")[0]   # the leaderboard's rows
+    assert "anthropic-claude-long-model-name-2026" not in body and "M1" in body and "gamma" in body
+    assert "M1 = anthropic-claude-long-model-name-2026" in tex   # the key, in the caption
+    wide = tmp_path / "text.tex"
+    assert main(["export", str(compared), "--format", "latex", "-o", str(wide)]) == 0
+    assert "anthropic-claude-long-model-name-2026 &" in wide.read_text()   # the text width keeps whole names

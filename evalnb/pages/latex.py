@@ -11,7 +11,9 @@ Fitting (``--fit``):
 - ``landscape``: the table on a page of its own, turned (``sidewaystable``, from the
   ``rotating`` package), for a table with every column.
 
-Every abbreviation a header uses is defined in a note under the caption
+A model's name too long for the fit (:data:`LONG_NAME`) is written ``M1``, ``M2`` ... in every
+cell that names it, with the key in the caption: a table keeps its size rather than shrinking
+to illegible type. Every abbreviation a header uses is defined in a note under the caption
 (:func:`evalnb.views.labels.abbreviations`). Packages a document needs: ``booktabs`` and
 ``graphicx`` (``rotating`` for ``landscape``), written in the export's first lines.
 """
@@ -23,6 +25,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from evalnb.views.labels import abbreviations
 from evalnb.views.tables import View
@@ -46,8 +49,9 @@ def table_latex(view: View, caption: str, label: str, fit: str = "text") -> str:
     frame = view.frame
     if not len(frame.columns):
         return ""
+    frame, key = abbreviated(frame, LONG_NAME[fit])
     heads = [str(c) for c in frame.columns]
-    note = abbreviations(heads)
+    note = " ".join(t for t in (abbreviations(heads), key) if t)
     spec = "".join("r" if n else "l" for n in view.numeric)
     rows = [" & ".join(latex_text(str(v)) for v in row) + r" \\" for row in frame.itertuples(index=False)]
     env = "sidewaystable" if fit == "landscape" else "table"
@@ -58,6 +62,26 @@ def table_latex(view: View, caption: str, label: str, fit: str = "text") -> str:
              f"\\begin{{tabular}}{{{spec}}}", "\\toprule", " & ".join(latex_text(h) for h in heads) + r" \\",
              "\\midrule", *rows, "\\bottomrule", "\\end{tabular}}", f"\\end{{{env}}}", ""]
     return "\n".join(lines)
+
+
+# A model's name longer than this (characters) is written M1, M2 ... with a key in the caption.
+LONG_NAME = {"text": 40, "column": 16, "landscape": 60}
+NAMED = ("model", "model A", "model B", "contestant", "judge left out")
+
+
+def abbreviated(frame: Any, longest: int) -> tuple[Any, str]:
+    """``frame`` with each model name longer than ``longest`` written ``M1``, ``M2`` ... (in
+    every cell that names it, a verdict's "NAME ahead" too), and the key to them; the names in
+    the order the table first shows them."""
+    columns = [c for c in frame.columns if str(c) in NAMED]
+    names = [n for n in dict.fromkeys(str(v).removesuffix(" [offline]") for c in columns for v in frame[c])
+             if len(n) > longest]
+    if not names:
+        return frame, ""
+    short = {n: f"M{i}" for i, n in enumerate(names, start=1)}
+    pattern = re.compile("|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)))
+    out = frame.map(lambda v: pattern.sub(lambda m: short[m.group(0)], v) if isinstance(v, str) else v)
+    return out, "Models: " + "; ".join(f"{s} = {n}" for n, s in short.items()) + "."
 
 
 def png_caption(png: Path) -> str:
