@@ -140,7 +140,9 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
     markdown = capsys.readouterr().out
     blocks = [[ln for ln in block.splitlines() if ln.startswith("|")] for block in markdown.split("\n\n")]
     blocks = [b for b in blocks if b]
-    assert len(blocks) == 2   # the headline table and the agreement of the run's three judges
+    # the headline table, the agreement of the run's three judges, then the judges' own tables it recorded
+    assert len(blocks) >= 2 and "**Table (judge_agreement).**" in markdown
+    assert "**Table (judge_reliability).**" in markdown and "Krippendorff's alpha (interval)" in markdown
     for rows in blocks:   # every row as many cells as the header (an escaped \| is text)
         assert len({ln.count("|") - ln.count("\\|") for ln in rows}) == 1, rows
     assert "| All: mean over every task in the data file (not answered ok = 0) | 0.551 [0.325, 0.781] | 12 |" in markdown

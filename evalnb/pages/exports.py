@@ -30,7 +30,7 @@ import pandas as pd
 
 from evalnb.core.errors import ConfigError
 from evalnb.records.stores import read_json_if_exists, write_text
-from evalnb.pages.judge_exports import JUDGE_HIDDEN, judge_tables
+from evalnb.pages.judge_exports import JUDGE_HIDDEN, judge_tables, run_judge_tables
 from evalnb.pages.latex import FITS, PACKAGES, figures_latex, png_caption, table_latex
 from evalnb.views.labels import data_dictionary, header, metric_words
 from evalnb.views.pairwise import pairwise_layout, power_of
@@ -81,6 +81,7 @@ def run_tables(folder: Path, scores: dict[str, Any]) -> list[PaperTable]:
         rows = pairwise(wide.reindex(sorted(wide.columns), axis=1), 0.2)
         tables.append(PaperTable("judge_agreement", f"Agreement between the judges (or rater runs) of run {name}, "
                                  "over the items both scored.", pd.DataFrame(rows), agreement_layout(0.2)))
+    tables += [PaperTable(n, caption, frame, layout) for n, caption, frame, layout in run_judge_tables(folder)]
     return tables
 
 

@@ -82,3 +82,24 @@ def judge_tables(compared: Mapping[str, Any]) -> list[tuple[str, str, pd.DataFra
     tables = compared.get("tables") or {}
     return [(name, caption, pd.DataFrame(tables[name]), layout(compared))
             for name, (caption, layout) in JUDGE_TABLES.items() if tables.get(name)]
+
+
+def run_judge_tables(folder: Any) -> list[tuple[str, str, pd.DataFrame, Layout]]:
+    """A run's own judges' tables, from its scores.json (each None when the run has no such
+    section): the panel's reliability, length bias and the retest study."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from evalnb.pipeline.retest_study import judge_retest_table, run_length_bias, run_reliability
+    from evalnb.views.tables import layout_of
+
+    record: Any = SimpleNamespace(path=lambda name: Path(folder) / name)   # what the views read: scores.json
+    found = [("judge_reliability", "The judges' reliability: Krippendorff's alpha (interval level) over the panel and "
+              "each judge's offset from the panel mean, with bootstrap intervals.", run_reliability(record)),
+             ("length_bias", "Length bias per judge: Spearman's rho of score with response length in characters and "
+              "the slope of score on log(length), with bootstrap intervals.", run_length_bias(record)),
+             ("judge_retest", "The retest study: per judge, the answers judged again, the verdicts, the test-retest "
+              "standard deviation and the share of score variance that is noise, with intervals.",
+              judge_retest_table(record))]
+    return [(name, caption, pd.DataFrame(frame), layout_of(frame)) for name, caption, frame in found
+            if frame is not None]
