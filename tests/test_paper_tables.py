@@ -129,6 +129,11 @@ def test_every_table_fits_the_page_and_figures_compile(compared: Path, tmp_path:
             for head in headers_of(table):
                 # a header LaTeX wraps or hyphenates at a line end still shows every word
                 assert all(word in flat for word in head.replace("-", " ").split()), (fit, table.name, head)
+    out = tmp_path / "tables-landscape.tex"   # every column, on a turned page
+    assert main(["export", str(compared), "--format", "latex", "--fit", "landscape", "--columns", "all",
+                 "-o", str(out)]) == 0
+    log, _ = compile_tex(tmp_path, "paper-landscape", "\\input{tables-landscape.tex}")
+    assert not overfull(log)
     paper = compared / "paper"   # what render writes beside the pages
     write_paper_tables(compared, paper)
     assert (paper / "figures.tex").exists() and (paper / "captions.md").exists()
@@ -195,3 +200,20 @@ def test_long_model_names_get_a_key_in_a_column_table(compared: Path, tmp_path: 
     wide = tmp_path / "text.tex"
     assert main(["export", str(compared), "--format", "latex", "-o", str(wide)]) == 0
     assert "anthropic-claude-long-model-name-2026 &" in wide.read_text()   # the text width keeps whole names
+
+
+def test_the_vocabulary_itself() -> None:
+    from evalnb.views.labels import ABBREVIATIONS, LABELS, abbreviations, data_dictionary
+
+    # no header of the table is a code name, and every entry says what it means
+    assert all(not snake_case(label.header) and label.meaning for label in LABELS.values())
+    # a new column without an entry shows its code name, which the vocabulary test refuses
+    assert header("cluster_wilson_low") == "cluster_wilson_low" and snake_case(header("cluster_wilson_low"))
+    assert not known("cluster_wilson_low")
+    assert known("MDE (90% power)") and known("share |A - B| > 0.2") and known("items needed, 4 repeats")
+    note = abbreviations(["A - B [95% CI]", "n", "p (Holm)", "MDE (80% power)", "model"])
+    assert note.startswith("Abbreviations: ") and all(f"{a}: " in note for a in ("CI", "n", "MDE", "p (Holm)"))
+    assert "SE:" not in note and set(ABBREVIATIONS) >= {"CI", "SE", "MDE", "P(first)"}
+    rows = {r["column"]: r for r in data_dictionary(["p_holm", "all_tasks_ci_low", "all_tasks_n"])}
+    assert rows["p_holm"]["header"] == "p (Holm)" and "Holm" in rows["p_holm"]["meaning"]
+    assert "lower end" in rows["all_tasks_ci_low"]["meaning"] and "rests on" in rows["all_tasks_n"]["meaning"]
