@@ -116,7 +116,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return compare.render_command(args.folder, args.no_input)
         if args.command == "export":
             from evalnb.app.record.compare import export_command
-            return export_command(args.folder, args.format, args.output, args.decimals)
+            return export_command(args.folder, args.format, args.output, args.decimals, args.fit, args.columns)
         if args.command == "status":
             from evalnb.app.inspection.status import status_command
             return status_command(args.run_dir)

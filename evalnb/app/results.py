@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalnb.views.estimates import estimate_text
+from evalnb.views.estimates import estimate_text, number_text
 from evalnb.records.stores import read_json_if_exists
 
 
@@ -69,9 +69,11 @@ def run_text(doc: Mapping[str, Any]) -> str:
         head += f" [subset {_subset_text(doc['subset'])}: not comparable with the full run]"
     lines = [head]
     if doc["metrics"]:
-        rows = [[m["metric"], estimate_text(m["value"], m["ci_low"], m["ci_high"]),
+        from evalnb.views.labels import estimate_title, header
+
+        rows = [[(m["label"] or m["metric"]).split(":")[0], estimate_text(m["value"], m["ci_low"], m["ci_high"]),
                  "-" if m["n"] is None else str(m["n"]), m["label"] or ""] for m in doc["metrics"]]
-        lines.append(table_text(["metric", "estimate [95% CI]", "n", "what it is"], rows))
+        lines.append(table_text([header("metric"), estimate_title("value"), header("n"), header("description")], rows))
     else:
         lines.append("  no headline numbers yet (the aggregate stage has not run)")
     lines.append(f"record: {doc['run_dir']}" + (f"  (report: {doc['report']})" if doc.get("report") else ""))
@@ -87,44 +89,86 @@ def compare_results(out: Path) -> dict[str, Any]:
     data = read_json_if_exists(out / "compare.json") or {}
     board = (data.get("tables") or {}).get("leaderboard") or []
     first = (data.get("runs") or [{}])[0].get("dir")
-    headline = [m["metric"] for m in metric_entries(read_json_if_exists(Path(first) / "scores.json") or {})] \
-        if first else []
+    entries = metric_entries(read_json_if_exists(Path(first) / "scores.json") or {}) if first else []
+    headline = [m["metric"] for m in entries] or headline_of(data.get("benchmark"))
     rows = []
     for place, row in enumerate(board, start=1):
-        # The leaderboard's own rank (ties averaged) and how sure it is, when compare computed them.
+        # The leaderboard's own rank (ties averaged) and how sure it is, when compare computed them;
+        # each metric's own n (Scored rests on the tasks scored, All on every task).
         rows.append({"rank": row.get("rank") if row.get("rank") is not None else place,
                      "rank_interval": row.get("rank_interval"), "p_first": row.get("p_first"),
                      "model": row.get("model"), "run": row.get("run"), "n": row.get("n"),
                      "metrics": {m: {"value": row.get(m), "ci_low": row.get(f"{m}_ci_low"),
                                      "ci_high": row.get(f"{m}_ci_high"),
+                                     "n": row.get(f"{m}_n") if row.get(f"{m}_n") is not None else row.get("n"),
                                      # beside the protocol's interval, where the benchmark declares clusters
                                      **({"cluster_low": row.get(f"{m}_cluster_low"),
                                          "cluster_high": row.get(f"{m}_cluster_high")}
                                         if f"{m}_cluster" in row else {})} for m in headline}})
-    return {"compare_dir": str(out), "benchmark": data.get("benchmark"), "headline": headline, "ranking": rows,
+    return {"compare_dir": str(out), "benchmark": data.get("benchmark"), "headline": headline,
+            "words": metric_words_of(data.get("benchmark"), entries), "ranking": rows,
             "pairwise": (data.get("tables") or {}).get("pairwise") or [], "report": _exists(out / "05_compare.html")}
 
 
+def headline_of(benchmark: Any) -> list[str]:
+    """The benchmark's headline metrics (for runs whose scores.json lists none)."""
+    from evalnb.benchmarks import benchmark_for
+    from evalnb.core.errors import ConfigError
+
+    try:
+        return [m.name for m in benchmark_for(benchmark, "compare").metrics() if m.headline] if benchmark else []
+    except ConfigError:
+        return []
+
+
+def metric_words_of(benchmark: Any, entries: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each metric's word as the leaderboard shows it: the benchmark's own labels, else the
+    record's."""
+    words = {m["metric"]: (m["label"] or m["metric"]).split(":")[0] for m in entries}
+    if benchmark:
+        from evalnb.benchmarks import benchmark_for
+        from evalnb.core.errors import ConfigError
+        from evalnb.views.labels import metric_words
+
+        try:
+            words |= metric_words(benchmark_for(benchmark, "compare").metrics())
+        except ConfigError:   # a benchmark this install does not have: the record's own labels
+            pass
+    return words
+
+
+def estimate_cells(entry: Mapping[str, Any] | None) -> list[str]:
+    """An estimate with its interval, and its own n beside it."""
+    if not entry:
+        return ["-", "-"]
+    return [estimate_text(entry["value"], entry["ci_low"], entry["ci_high"]),
+            "-" if entry.get("n") is None else f"{entry['n']:g}"]
+
+
 def compare_text(doc: Mapping[str, Any]) -> str:
+    from evalnb.views.labels import CI, CLUSTER_CI, header
+
     lines = [f"comparison of {len(doc['ranking'])} runs ({doc['benchmark']}), ranked as the leaderboard ranks them"]
     sure = any(r.get("rank_interval") for r in doc["ranking"])   # rank intervals, P(first)
+    words = doc.get("words") or {}
     beside = [m for m in doc["headline"] if any("cluster_low" in r["metrics"][m] for r in doc["ranking"])]
-    rows = [[f"{r['rank']:g}", str(r["model"]), *(estimate_text(r["metrics"][m]["value"], r["metrics"][m]["ci_low"],
-                                                                 r["metrics"][m]["ci_high"]) for m in doc["headline"]),
+    rows = [[f"{r['rank']:g}", str(r["model"]), *(c for m in doc["headline"] for c in estimate_cells(r["metrics"][m])),
              *(estimate_text(r["metrics"][m]["value"], r["metrics"][m].get("cluster_low"),
                              r["metrics"][m].get("cluster_high")) for m in beside),
-             "-" if r["n"] is None else str(r["n"]),
-             *([r.get("rank_interval") or "-", "-" if r.get("p_first") is None else f"{r['p_first']:.2f}"] if sure else [])]
+             *([r.get("rank_interval") or "-", "-" if r.get("p_first") is None else number_text(r["p_first"])]
+               if sure else [])]
             for r in doc["ranking"]]
-    lines.append(table_text(["rank", "model", *doc["headline"], *(f"{m} cluster 95% CI" for m in beside), "n",
-                             *(["rank interval", "P(first)"] if sure else [])], rows))
+    titles = [t for m in doc["headline"] for t in (f"{words.get(m, m)} {CI}", header("n"))]
+    lines.append(table_text([header("rank"), header("model"), *titles,
+                             *(f"{words.get(m, m)}: {CLUSTER_CI}" for m in beside),
+                             *([header("rank_interval"), header("p_first")] if sure else [])], rows))
     if doc.get("pairwise"):   # the notebook's and the exports' table (one layout)
         from evalnb.views.pairwise import pairwise_text   # pandas: only when there is a table
 
         alpha = doc["pairwise"][0].get("alpha")
         lines.append("pairwise verdicts" + (f" at alpha = {alpha:g}" if alpha is not None else "")
                      + ", on the Holm-adjusted p over every pair")
-        lines += ["  " + line for line in pairwise_text(doc["pairwise"]).splitlines()]
+        lines += ["  " + line for line in pairwise_text(doc["pairwise"], words).splitlines()]
     lines.append(f"record: {doc['compare_dir']}" + (f"  (report: {doc['report']})" if doc.get("report") else ""))
     return "\n".join(lines)
 
@@ -142,15 +186,17 @@ def suite_results(suite_dir: Path, record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def suite_text(doc: Mapping[str, Any]) -> str:
-    metrics = sorted({m["metric"] for r in doc["runs"].values() for m in r["metrics"]})
+    from evalnb.views.labels import CI, header
+
+    words = {m["metric"]: (m["label"] or m["metric"]).split(":")[0] for r in doc["runs"].values() for m in r["metrics"]}
+    metrics = sorted(words)
     rows = []
     for name, run in doc["runs"].items():
         by_name = {m["metric"]: m for m in run["metrics"]}
-        rows.append([name, run["state"], *(estimate_text(by_name[m]["value"], by_name[m]["ci_low"], by_name[m]["ci_high"])
-                                           if m in by_name else "-" for m in metrics),
-                     str(next((by_name[m]["n"] for m in metrics if m in by_name and by_name[m]["n"] is not None), "-"))])
+        rows.append([name, run["state"], *(c for m in metrics for c in estimate_cells(by_name.get(m)))])
+    titles = [t for m in metrics for t in (f"{words[m]} {CI}", header("n"))]
     lines = [f"suite {doc['suite_name']}: {len(rows)} contestants",
-             table_text(["contestant", "state", *metrics, "n"], rows),
+             table_text([header("contestant"), header("state"), *titles], rows),
              f"leaderboard: {doc['leaderboard']['state']}", f"record: {doc['suite_dir']}"]
     return "\n".join(lines)
 

@@ -24,6 +24,7 @@ from evalnb.records.fingerprint import comparable_parts
 from evalnb.records.stores import write_json
 from evalnb.evidence.failures import failed_items
 from evalnb.stats.metric_n import items_read
+from evalnb.views.labels import CI, CLUSTER_CI, WILSON_CI
 from evalnb.views.tables import Estimate, Layout, estimates_layout, readable
 from evalnb.comparison import joint as joint_stats
 from evalnb.comparison.compare import Comparison, RunRecord
@@ -161,18 +162,17 @@ def bounded_columns(found: joint_stats.Joint, model: str, names: Sequence[str]) 
 
 def leaderboard_layout(bench: type[Benchmark], columns: Sequence[str]) -> Layout:
     """The leaderboard as shown: each model, then each headline metric's estimate and n and,
-    where the comparison has clusters, its cluster interval beside it. The other metrics, and
-    every raw number, are in compare.json and leaderboard.csv."""
-    shown = {m.name: m.label.split(":")[0] for m in bench.metrics() if m.headline}
+    where the comparison has clusters, its cluster interval beside it (and Wilson's near a
+    bound). The other metrics, and every raw number, are in compare.json and leaderboard.csv."""
+    words = {m.name: m.label.split(":")[0] for m in bench.metrics() if m.headline}
+    shown = {name: f"{word} {CI}" for name, word in words.items()}
     kept = ("model", "run", "rank_interval", "p_first", "rank_note", "note")   # how sure the order is, where the joint bootstrap ran
     others = [c for c in columns if c not in kept and not any(c == m or c.startswith(f"{m}_") for m in shown)]
-    layout = estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others + [f"{m}_clusters" for m in shown],
-                              rename={"rank_interval": "rank (95% interval)", "p_first": "P(first)",
-                                      "rank_note": "rank note"})
-    beside = tuple(Estimate(f"{title}: cluster 95% CI", f"{m}_cluster", f"{m}_cluster_low", f"{m}_cluster_high")
-                   for m, title in shown.items() if f"{m}_cluster" in columns) + tuple(
-        Estimate(f"{title}: Wilson 95% CI", f"{m}_wilson", f"{m}_wilson_low", f"{m}_wilson_high")
-        for m, title in shown.items() if f"{m}_wilson" in columns)
+    layout = estimates_layout(shown, n={m: f"{m}_n" for m in shown}, hidden=others + [f"{m}_clusters" for m in shown])
+    beside = tuple(Estimate(f"{word}: {CLUSTER_CI}", f"{m}_cluster", f"{m}_cluster_low", f"{m}_cluster_high")
+                   for m, word in words.items() if f"{m}_cluster" in columns) + tuple(
+        Estimate(f"{word}: {WILSON_CI}", f"{m}_wilson", f"{m}_wilson_low", f"{m}_wilson_high")
+        for m, word in words.items() if f"{m}_wilson" in columns)
     return replace(layout, estimates=layout.estimates + beside)
 
 

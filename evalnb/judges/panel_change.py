@@ -39,6 +39,7 @@ from evalnb.stats import reliability, smallsample, intervals as stats
 from evalnb.stats.ranks import average_ranks
 from evalnb.records.fingerprint import differing, moved_to_shared
 from evalnb.records.stores import read_json_if_exists
+from evalnb.views.labels import estimate_title
 from evalnb.views.tables import Estimate, Layout, readable
 from evalnb.core.types import Metric
 from evalnb.views.words import plural
@@ -166,8 +167,7 @@ def resampled(metric: Metric, n_clusters: int | None, noun: str, n_strata: int) 
 def change_layout(noun: str) -> Layout:
     """The table as shown: the shift with its n, the clusters (``noun``) beside it, the ranks,
     and Kendall's tau-b (one number for the table, on every row)."""
-    return Layout((Estimate("shift (B - A) [95% CI]", "shift", "shift_low", "shift_high", "n"),
-                   Estimate("Kendall's tau-b [95% CI]", "kendall_tau", "kendall_tau_low", "kendall_tau_high")),
-                  hidden=("cluster",), rename={"n_clusters": plural(noun), "panel_a": "panel A", "panel_b": "panel B",
-                                               "rank_a": "rank A", "rank_b": "rank B"},
+    return Layout((Estimate(estimate_title("shift"), "shift", "shift_low", "shift_high", "n"),
+                   Estimate(estimate_title("kendall_tau"), "kendall_tau", "kendall_tau_low", "kendall_tau_high")),
+                  hidden=("cluster",), rename={"n_clusters": plural(noun)},
                   fractions=("panel_a", "panel_b"))

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from evalnb.stats.pairwise import P_METHOD, PairedDifference
+from evalnb.views.labels import metric_words
 from evalnb.views.pairwise import pairwise_frame
 from evalnb.views.tables import estimates_layout, readable
 from evalnb.views.words import plural
@@ -115,4 +116,4 @@ def pairwise(cmp: compare.Comparison) -> pd.DataFrame | None:
     table = pairwise_table(cmp)
     if not len(table):
         return None
-    return pairwise_frame(table)
+    return pairwise_frame(table, metric_words(cmp.benchmark.metrics()))

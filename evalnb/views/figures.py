@@ -55,7 +55,8 @@ ONE_COLUMN = 3.3   # inches: one column of a two-column paper (ACM, IEEE)
 TWO_COLUMNS = 7.0
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under every common colour-vision deficiency.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-OFFLINE: dict[str, Any] = {"color": "#BBBBBB", "hatch": "////", "edgecolor": "#555555"}   # an offline approximation's bars
+# an offline approximation's bars: grey, hatched with dark lines thick enough to survive print (1 pt at 300 dpi)
+OFFLINE: dict[str, Any] = {"facecolor": "#BBBBBB", "edgecolor": "#333333", "hatch": "///", "hatch_linewidth": 1.0}
 FIGURE_CLASS = "evalnb-figure"   # the notebook output's <figure class=...>
 OFFLINE_NOTE = "Grey hatched: an offline approximation, not comparable with the paper."
 

@@ -79,13 +79,14 @@ def render_command(folder: Path, no_input: bool) -> int:
     return EXIT_OK
 
 
-def export_command(folder: Path, fmt: str, output: Path | None, decimals: int | None = None) -> int:
+def export_command(folder: Path, fmt: str, output: Path | None, decimals: int | None = None, fit: str = "text",
+                   columns: Sequence[str] | None = None) -> int:
     from evalnb.pages.exports import export
 
     if not folder.is_dir():
         raise ConfigError(f"export: {folder} is not a directory")
     if decimals is not None and not 0 <= decimals <= 6:
         raise ConfigError(f"export: --decimals must be 0 to 6, got {decimals}")
-    for path in export(folder.resolve(), fmt, output, decimals):
+    for path in export(folder.resolve(), fmt, output, decimals, fit, columns):
         print(path)
     return EXIT_OK

@@ -53,9 +53,11 @@ def estimate_suite(path: Path, sets: Sequence[str]) -> int:
             endpoint = endpoints.get(row["model"])
             if endpoint is not None and row["mode"] == "live" and endpoint.rate_limit:
                 _add(shared, endpoint, row)
-    table = pd.DataFrame(per_run).set_index("contestant")
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table.to_string())
+    from evalnb.views.tables import Layout, paper_view, view_text
+
+    table = pd.DataFrame(per_run)
+    # the one table style: counts as integers, costs with cents, the vocabulary's headers
+    print(view_text(paper_view(table, Layout(decimals=2))))
     sums = {k: (None if table[k].isna().any() else float(table[k].sum())) for k in SUMMED}
     print(f"suite {suite.name}: {len(per_run)} contestants, {sums['to_make']:,.0f} calls to make, "
           f"{sums['est_input_tokens']:,.0f} estimated input tokens, {sums['max_output_tokens']:,.0f} output tokens "
