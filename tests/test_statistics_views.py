@@ -201,7 +201,7 @@ def test_the_pairwise_table_is_laid_out_once_for_notebook_export_and_terminal(tm
         {"rank": 1, "model": "strong", "n": 48, "metrics": {"all_tasks": {
             "value": 0.5, "ci_low": 0.45, "ci_high": 0.55, "cluster_low": 0.4, "cluster_high": 0.6}}}]}
     text = compare_text(doc).splitlines()
-    assert "all_tasks cluster 95% CI" in text[1] and estimate_text(0.5, 0.4, 0.6) in text[2]
+    assert "all_tasks: cluster 95% CI" in text[1] and estimate_text(0.5, 0.4, 0.6) in text[2]
     assert [line.strip() for line in terminal if line.startswith("  ")][-len(notebook.splitlines()):] == \
         [line.strip() for line in notebook.splitlines()]
     header = notebook.splitlines()[0].split("  ")

@@ -39,6 +39,7 @@ def headline_table(scores: Mapping[str, Any]) -> pd.DataFrame:
 
     from dataclasses import replace
 
+    from evalnb.views.labels import CLUSTER_CI
     from evalnb.views.tables import HEADLINE_LAYOUT, Estimate, readable
 
     rows = metric_rows(scores)
@@ -48,6 +49,6 @@ def headline_table(scores: Mapping[str, Any]) -> pd.DataFrame:
         columns.append("note")
     if any("cluster" in r for r in rows):   # the cluster interval beside the protocol's
         columns += ["cluster", "cluster_low", "cluster_high"]
-        layout = replace(layout, estimates=layout.estimates + (Estimate("cluster 95% CI", "cluster", "cluster_low",
+        layout = replace(layout, estimates=layout.estimates + (Estimate(CLUSTER_CI, "cluster", "cluster_low",
                                                                         "cluster_high"),))
     return readable(pd.DataFrame(rows, columns=columns).set_index("metric"), layout)

@@ -19,7 +19,7 @@ import pandas as pd
 from evalnb.stats.pairwise import P_METHOD, PairedDifference
 from evalnb.views.labels import metric_words
 from evalnb.views.pairwise import pairwise_frame
-from evalnb.views.tables import estimates_layout, readable
+from evalnb.views.tables import intervals_layout, readable
 from evalnb.views.words import plural
 from evalnb.comparison import compare, joint as joint_stats, leaderboard
 from evalnb.pipeline.run import Run, scores as run_scores
@@ -27,9 +27,8 @@ from evalnb.pipeline.run import Run, scores as run_scores
 
 # The protocol's estimate with its n, (when items share clusters) the cluster-bootstrap interval, the
 # clustered SE's t interval and, for a bounded mean, Wilson's interval on the effective n.
-UNCERTAINTY_LAYOUT = estimates_layout({"value": "value", "cluster_bootstrap": "cluster_bootstrap",
-                                       "clustered_t": "clustered SE, t 95% CI", "bounded": "Wilson 95% CI"},
-                                      n={"value": "n"}, bounds=("_low", "_high"), fractions=("within_item_variance",))
+UNCERTAINTY_LAYOUT = intervals_layout(["value", "cluster_bootstrap", "clustered_t", "bounded"], n={"value": "n"},
+                                      fractions=("within_item_variance",))
 
 
 def uncertainty_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:

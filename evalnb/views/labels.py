@@ -130,6 +130,8 @@ LABELS: dict[str, Label] = {
     "clustered_se": _l("clustered SE", "the standard error resampling whole clusters"),
     "design_effect": _l("design effect", "the clustered variance over the item-level variance"),
     "cluster_bootstrap": _l("cluster bootstrap", "the estimate's interval resampling whole clusters"),
+    "clustered_t": _l("clustered SE, t", "the estimate with the clustered SE and Student t on clusters minus strata"),
+    "bounded": _l("Wilson", "Wilson's interval on the effective number of items (items over the design effect)"),
     "within_item_variance": _l("within-item variance", "the variance of an item's repeated answers"),
     # planning
     "basis": _l("basis", "what the variance of the difference is taken from"),
@@ -138,6 +140,8 @@ LABELS: dict[str, Label] = {
     "var_d": _l("Var(d)", "the variance of the item-score difference, per item"),
     "mde_now": _l("MDE now", "the minimum detectable difference with the pilot's items"),
     "items_needed": _l("items needed", "the items needed to detect the difference"),
+    "items_needed_10%": _l("items needed, 10%", "the 10th percentile of the items needed over a cluster bootstrap of the pilot"),
+    "items_needed_90%": _l("items needed, 90%", "the 90th percentile of the items needed over a cluster bootstrap of the pilot"),
     "clusters_needed": _l("clusters needed", "the clusters needed to detect the difference"),
     "repeats_now": _l("repeats now", "the pilot's answers per item"),
     "omega2": _l("between-item var.", "the variance between items, repeats' noise removed"),
@@ -175,7 +179,7 @@ LABELS: dict[str, Label] = {
 }
 
 # Headers a table's layout gives a column in its context (the judges' "mean" is their mean score).
-IN_CONTEXT: tuple[str, ...] = ("mean score",)
+IN_CONTEXT: tuple[str, ...] = ("mean score", CLUSTER_CI, WILSON_CI)
 
 # Headers a table builds from its own settings: ``{}`` stands for that part.
 TEMPLATES: tuple[str, ...] = (
