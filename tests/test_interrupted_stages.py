@@ -1,0 +1,99 @@
+"""A stage is done only when it finished: a run stopped (Ctrl-C or a kill) while a stage's
+notebook runs is shown as interrupted in that stage, is refused by ``compare``, ``render`` and
+``pack``, leaves no empty file, and the same command completes it to the numbers, tables and
+figures of a run never interrupted. The offline demo benchmark: no endpoint, small data."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalnb.app.runs.notebooks import PROJECT
+
+EVALNB = str(Path(sys.executable).parent / "evalnb")
+PARAMS = str(PROJECT / "params" / "demo_wildtrace.yaml")
+TIMEOUT = 180.0
+
+
+def evalnb(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([EVALNB, *args], cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def run_args(out: Path) -> list[str]:
+    return ["run", PARAMS, "--set", f"output_dir={out}"]
+
+
+def record_of(run: Path) -> dict[str, object]:
+    """What must not depend on an interruption: the numbers, the tables, the figures' bytes."""
+    scores = json.loads((run / "scores.json").read_text())
+    return {"scores": {k: v for k, v in scores.items() if k not in ("latency",)},
+            "responses": json.loads((run / "responses.json").read_text()),
+            "status": json.loads((run / "status.json").read_text())["state"],
+            "figures": {p.name: p.read_bytes() for p in sorted((run / "figures").iterdir())}}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    where = tmp_path_factory.mktemp("reference")
+    done = evalnb(*run_args(where / "run"), cwd=where)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return record_of(where / "run")
+
+
+def stage_state(run: Path, stage: str) -> str | None:
+    try:
+        return (json.loads((run / "manifest.json").read_text()).get("notebooks") or {}).get(stage, {}).get("state")
+    except (OSError, ValueError):
+        return None
+
+
+def stop_inside(out: Path, stage: str, sig: signal.Signals, cwd: Path) -> int:
+    """Start the run and send ``sig`` as soon as ``stage``'s notebook has begun."""
+    proc = subprocess.Popen([EVALNB, *run_args(out)], cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + TIMEOUT
+    while stage_state(out, stage) != "running":
+        assert proc.poll() is None, f"the run ended before {stage} began"
+        assert time.monotonic() < deadline, f"{stage} never began"
+        time.sleep(0.005)
+    os.killpg(proc.pid, sig)
+    return proc.wait(timeout=TIMEOUT)
+
+
+@pytest.mark.parametrize("stage, sig", [
+    ("generate", signal.SIGINT), ("judge", signal.SIGINT), ("aggregate", signal.SIGINT),
+    ("report", signal.SIGINT), ("generate", signal.SIGKILL), ("report", signal.SIGKILL)])
+def test_a_stopped_stage_is_interrupted_refused_and_redone(tmp_path: Path, reference: dict[str, object],
+                                                            stage: str, sig: signal.Signals) -> None:
+    out = tmp_path / "run"
+    code = stop_inside(out, stage, sig, tmp_path)
+    assert code != 0
+
+    status = evalnb("status", str(out), cwd=tmp_path)
+    assert f"the {stage} stage did not finish" in status.stdout, status.stdout
+    assert "config.json" in status.stdout.rsplit("next:", 1)[1]
+    assert stage_state(out, stage) in ("running", "interrupted")
+    for command in (["render", str(out)], ["pack", str(out), "--out", str(tmp_path / "run.tar.gz")],
+                    ["compare", str(out), str(out), "--out", str(tmp_path / "cmp")]):
+        refused = evalnb(*command, cwd=tmp_path)
+        assert refused.returncode != 0 and f"the {stage} stage did not finish" in refused.stderr, refused.stderr
+        assert len([ln for ln in refused.stderr.splitlines() if ln.strip()]) == 1, refused.stderr
+    assert not (tmp_path / "run.tar.gz").exists() and not (out / "paper").exists()
+    empty = [p for p in out.rglob("*") if p.is_file() and p.stat().st_size == 0]
+    assert empty == [], empty
+
+    again = evalnb(*run_args(out), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert record_of(out) == reference
+    states = json.loads((out / "manifest.json").read_text())["notebooks"]
+    assert {s: e["state"] for s, e in states.items()} == dict.fromkeys(states, "complete")
+    assert "nothing remains" in evalnb("status", str(out), cwd=tmp_path).stdout
+    assert [p for p in out.rglob("*") if p.is_file() and p.stat().st_size == 0] == []
+    assert not list(out.rglob("*.tmp"))
