@@ -33,8 +33,10 @@ def run_args(out: Path) -> list[str]:
 def record_of(run: Path) -> dict[str, object]:
     """What must not depend on an interruption: the numbers, the tables, the figures' bytes."""
     scores = json.loads((run / "scores.json").read_text())
-    return {"scores": {k: v for k, v in scores.items() if k not in ("latency",)},
-            "responses": json.loads((run / "responses.json").read_text()),
+    scores["config"].pop("output_dir")   # where each run is
+    answers = json.loads((run / "responses.json").read_text())["records"]
+    return {"scores": {k: v for k, v in scores.items() if k != "latency"},   # latency: the calls' own times
+            "answers": [{k: v for k, v in r.items() if k not in ("started_at", "elapsed_s")} for r in answers],
             "status": json.loads((run / "status.json").read_text())["state"],
             "figures": {p.name: p.read_bytes() for p in sorted((run / "figures").iterdir())}}
 
