@@ -109,8 +109,14 @@ def unfinished(run_dir: Path, held: bool = False) -> StageState | None:
 
 def refusal(command: str, run_dir: Path) -> str | None:
     """The one line ``compare``, ``render`` and ``pack`` refuse an unfinished run with, or None."""
-    state = unfinished(run_dir)
+    from evalnb.records.lock import describe, held_by
+
+    holder = held_by(run_dir)
+    state = unfinished(run_dir, held=holder is not None)
     if state is None:
         return None
+    if state.state == "running":
+        return (f"{command}: {run_dir}: the {state.stage} stage is running now ({describe(holder or {})}); "
+                "wait for it to end, then try again")
     return (f"{command}: {run_dir}: the {state.stage} stage did not finish ({state.words()}); "
             f"`evalnb run {run_dir / 'config.json'}` finishes it")
