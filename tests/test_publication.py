@@ -320,3 +320,31 @@ def test_paths_in_a_paper_copy_are_relative_to_the_record(tmp_path: Path) -> Non
     shown = relative_paths(text, record, [record, record.parent])
     assert shown == ("see ../run-a/scores.json#t1 and `evalnb show ../run-a t1`; data cases.json; "
                      f"here figures/x.png {image} https://example.org/a/b")
+
+
+def test_only_a_section_that_ran_is_left_out_as_empty(tmp_path: Path) -> None:
+    """A section whose cells ran and showed an empty table is left out with its reason; one whose
+    cells never ran (the notebook stopped before them) is not called empty; a cleared progress
+    bar (an output with no data) is dropped."""
+    import nbformat
+
+    from evalnb.pages.paper import paper_copy
+
+    def code(ran: bool, outputs: list[Any]) -> Any:
+        cell = nbformat.v4.new_code_cell("evalnb.table(run)", outputs=outputs)
+        cell.metadata["papermill"] = {"status": "completed" if ran else "pending"}
+        cell.execution_count = 1 if ran else None
+        return cell
+
+    empty = nbformat.v4.new_output("display_data", {"text/html": '<p class="evalnb-empty">no judges</p>'})
+    cleared = nbformat.v4.new_output("display_data", {})
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Ran and empty"), code(True, [cleared, empty]),
+        nbformat.v4.new_markdown_cell("## Never ran"), code(False, [])])
+    path = tmp_path / "04_report.ipynb"
+    nbformat.write(nb, path)
+    page = paper_copy(path, "## Provenance", [tmp_path], tmp_path)
+    header = page.cells[0].source
+    assert "Left out as empty: Ran and empty (no judges)." in header and "Never ran" not in header
+    assert any(c.source == "## Never ran" for c in page.cells)
+    assert all(o.get("data") for c in page.cells if c.cell_type == "code" for o in c.outputs)
