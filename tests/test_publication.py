@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import numpy as np
@@ -326,8 +327,6 @@ def test_only_a_section_that_ran_is_left_out_as_empty(tmp_path: Path) -> None:
     """A section whose cells ran and showed an empty table is left out with its reason; one whose
     cells never ran (the notebook stopped before them) is not called empty; a cleared progress
     bar (an output with no data) is dropped."""
-    import nbformat
-
     from evalnb.pages.paper import paper_copy
 
     def code(ran: bool, outputs: list[Any]) -> Any:
