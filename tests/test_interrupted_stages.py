@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,17 +57,30 @@ def stage_state(run: Path, stage: str) -> str | None:
         return None
 
 
-def stop_inside(out: Path, stage: str, sig: signal.Signals, cwd: Path) -> int:
-    """Start the run and send ``sig`` as soon as ``stage``'s notebook has begun."""
+def stop_inside(out: Path, stage: str, sig: signal.Signals, cwd: Path, when: Callable[[], bool] | None = None) -> int:
+    """Start the run and send ``sig`` as soon as ``stage``'s notebook has begun (or ``when``
+    holds)."""
     proc = subprocess.Popen([EVALNB, *run_args(out)], cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + TIMEOUT
-    while stage_state(out, stage) != "running":
+    while not (when() if when else stage_state(out, stage) == "running"):
         assert proc.poll() is None, f"the run ended before {stage} began"
         assert time.monotonic() < deadline, f"{stage} never began"
-        time.sleep(0.005)
+        time.sleep(0.002)
     os.killpg(proc.pid, sig)
     return proc.wait(timeout=TIMEOUT)
+
+
+def completed_again(out: Path, cwd: Path, reference: dict[str, object]) -> None:
+    """The same command completes the run to the uninterrupted record; no file empty."""
+    again = evalnb(*run_args(out), cwd=cwd)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert record_of(out) == reference
+    states = json.loads((out / "manifest.json").read_text())["notebooks"]
+    assert {s: e["state"] for s, e in states.items()} == dict.fromkeys(states, "complete")
+    assert "nothing remains" in evalnb("status", str(out), cwd=cwd).stdout
+    assert [p for p in out.rglob("*") if p.is_file() and p.stat().st_size == 0] == []
+    assert not list(out.rglob("*.tmp"))
 
 
 @pytest.mark.parametrize("stage, sig", [
@@ -91,11 +105,22 @@ def test_a_stopped_stage_is_interrupted_refused_and_redone(tmp_path: Path, refer
     empty = [p for p in out.rglob("*") if p.is_file() and p.stat().st_size == 0]
     assert empty == [], empty
 
-    again = evalnb(*run_args(out), cwd=tmp_path)
-    assert again.returncode == 0, again.stderr[-2000:]
-    assert record_of(out) == reference
-    states = json.loads((out / "manifest.json").read_text())["notebooks"]
-    assert {s: e["state"] for s, e in states.items()} == dict.fromkeys(states, "complete")
-    assert "nothing remains" in evalnb("status", str(out), cwd=tmp_path).stdout
+    completed_again(out, tmp_path, reference)
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("moment", ["generate executed", "judge executed", "aggregate executed",
+                                    "report executed", "figures"])
+def test_a_run_stopped_at_a_boundary_or_while_figures_are_written_completes(
+        tmp_path: Path, reference: dict[str, object], moment: str, sig: signal.Signals) -> None:
+    """Stopped once a stage's notebook ended (before its HTML), or once the report began writing
+    figures: nothing empty is left, and the same command completes the run."""
+    out = tmp_path / "run"
+    stage, _, state = moment.partition(" ")
+    if moment == "figures":
+        stop_inside(out, "report", sig, tmp_path, when=lambda: any((out / "figures").glob("*")))
+    else:
+        stop_inside(out, stage, sig, tmp_path, when=lambda: stage_state(out, stage) == state)
     assert [p for p in out.rglob("*") if p.is_file() and p.stat().st_size == 0] == []
-    assert not list(out.rglob("*.tmp"))
+    completed_again(out, tmp_path, reference)
