@@ -120,3 +120,13 @@ def refusal(command: str, run_dir: Path) -> str | None:
                 "wait for it to end, then try again")
     return (f"{command}: {run_dir}: the {state.stage} stage did not finish ({state.words()}); "
             f"`evalnb run {run_dir / 'config.json'}` finishes it")
+
+
+def sweep_temporary(run_dir: Path) -> list[Path]:
+    """Remove the temporary files a killed writer left (``.NAME.XXXX.tmp``: a file written whole
+    is written under such a name, then renamed). Called by the run directory's holder, so no
+    writer of them is alive; the files they would have replaced are whole."""
+    left = [p for p in run_dir.rglob(".*.tmp") if p.is_file()]
+    for path in left:
+        path.unlink(missing_ok=True)
+    return left

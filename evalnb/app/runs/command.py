@@ -84,6 +84,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
     run = open_run(params, sets, require_keys=True, prefetch_sdks=False, hold_lock=True, keep_config=True)
     assert run.lock is not None
     _LAST_RUN.append(run.dir)
+    completion.sweep_temporary(run.dir)   # a killed writer's half-written temporary files
     output.SETTINGS.on_interrupt.append(lambda: interrupted_text(run.dir))
     try:
         todo = plan(run, {stage: run.path(notebook_for(stage).name) for stage in stages}, forced=forced)
