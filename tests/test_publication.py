@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import numpy as np
@@ -346,3 +347,29 @@ def test_offline_bars_are_visibly_hatched(demo_outputs: DemoOutputs) -> None:
     crossings = [int(np.sum(np.diff(hatch[r].astype(int)) == 1)) for r in rows]
     assert np.median(crossings) >= 3, crossings
     assert hatch[rows].sum() > 0.1 * fill[rows].sum()   # a visible share of the bar, not a hairline
+
+
+def test_only_a_section_that_ran_is_left_out_as_empty(tmp_path: Path) -> None:
+    """A section whose cells ran and showed an empty table is left out with its reason; one whose
+    cells never ran (the notebook stopped before them) is not called empty; a cleared progress
+    bar (an output with no data) is dropped."""
+    from evalnb.pages.paper import paper_copy
+
+    def code(ran: bool, outputs: list[Any]) -> Any:
+        cell = nbformat.v4.new_code_cell("evalnb.table(run)", outputs=outputs)
+        cell.metadata["papermill"] = {"status": "completed" if ran else "pending"}
+        cell.execution_count = 1 if ran else None
+        return cell
+
+    empty = nbformat.v4.new_output("display_data", {"text/html": '<p class="evalnb-empty">no judges</p>'})
+    cleared = nbformat.v4.new_output("display_data", {})
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Ran and empty"), code(True, [cleared, empty]),
+        nbformat.v4.new_markdown_cell("## Never ran"), code(False, [])])
+    path = tmp_path / "04_report.ipynb"
+    nbformat.write(nb, path)
+    page = paper_copy(path, "## Provenance", [tmp_path], tmp_path)
+    header = page.cells[0].source
+    assert "Left out as empty: Ran and empty (no judges)." in header and "Never ran" not in header
+    assert any(c.source == "## Never ran" for c in page.cells)
+    assert all(o.get("data") for c in page.cells if c.cell_type == "code" for o in c.outputs)

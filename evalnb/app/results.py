@@ -58,7 +58,24 @@ def run_results(run_dir: Path) -> dict[str, Any]:
             "model": f"{model.get('provider')}:{model.get('name')}" if model else None,
             "state": status.get("state", "not aggregated"), "complete": bool(scores.get("complete")),
             "offline": bool(scores.get("offline")), **({"subset": config["subset"]} if config.get("subset") else {}),
-            "metrics": metric_entries(scores), "report": _exists(run_dir / "04_report.html")}
+            "metrics": metric_entries(scores), "report": _exists(run_dir / "04_report.html"),
+            **_stages(run_dir, status.get("state", "not aggregated"))}
+
+
+def _stages(run_dir: Path, state: str) -> dict[str, Any]:
+    """Each stage's state (evalnb.records.completion); a stage that started and did not finish
+    makes the run's state ``interrupted`` (or ``running``), whatever status.json said before."""
+    from evalnb.records.completion import stage_states, unfinished
+    from evalnb.records.lock import held_by
+
+    held = held_by(run_dir) is not None
+    states = {s: {"state": st.state, **({"cell": st.cell, "cells": st.cells} if st.cell else {})}
+              for s, st in stage_states(run_dir, held).items()}
+    stopped = unfinished(run_dir, held)
+    if stopped is None:
+        return {"stages": states}
+    return {"stages": states, "state": stopped.state if stopped.state != "failed" else f"{stopped.stage} failed",
+            "complete": False, "unfinished_stage": stopped.stage}
 
 
 def run_text(doc: Mapping[str, Any]) -> str:

@@ -80,6 +80,9 @@ def run_status(run_dir: Path) -> str:
     failed = _failed_stage(run_dir)
     held = is_held(run_dir)
     state = doc["state"] if doc["state"] != "not aggregated" else "not aggregated yet"
+    if doc.get("unfinished_stage") and not held and not failed:   # started, did not finish
+        stage = doc["unfinished_stage"]
+        state = f"interrupted: the {stage} stage did not finish ({_stage_words(doc['stages'][stage])})"
     lines.append("state: " + ("running now (a process holds the run directory)" if held else
                               f"the {failed[0]} stage failed: {failed[1]}" if failed else state))
     if doc["metrics"]:
@@ -89,6 +92,12 @@ def run_status(run_dir: Path) -> str:
         lines += batches_text(run_dir).split("\n")[2:]
     lines.append("next: " + _next(doc, held, failed, remaining, run_dir))
     return "\n".join(lines)
+
+
+def _stage_words(entry: Mapping[str, Any]) -> str:
+    """``interrupted at cell 9 of 20``."""
+    where = f" at cell {entry['cell']} of {entry['cells']}" if entry.get("cell") and entry.get("cells") else ""
+    return f"{entry['state']}{where}"
 
 
 def _answers(statuses: Mapping[str, int]) -> int:
@@ -104,6 +113,9 @@ def _next(doc: Mapping[str, Any], held: bool, failed: tuple[str, str] | None, re
         return "wait for the process running it to end (or Ctrl-C where it runs), then look again"
     if failed:
         return f"fix the cause above, then {again} resumes from the {failed[0]} stage; nothing recorded is redone"
+    if doc.get("unfinished_stage"):
+        return (f"`evalnb run {run_dir / 'config.json'}` redoes the {doc['unfinished_stage']} stage (and the stages "
+                "after it); nothing recorded is redone")
     if doc["state"] == "complete":
         return (f"nothing remains; `evalnb show {run_dir} ITEM` for one item, `evalnb compare {run_dir} OTHER_RUN ...` "
                 "to compare")

@@ -29,7 +29,6 @@ start, reset and stop it; they change together, so they stay in one module.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import os
 import shutil
@@ -40,6 +39,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from evalnb.app.runs.engine import ENGINE, register_engine
 
 # What the stage notebooks import before their first call, in order; then, in the background
 # while the calls run, what only the report needs.
@@ -152,7 +153,7 @@ def execute_stage(kernel: RunKernel, notebook: Path, output: Path, parameters: d
     papermill connects a new client to the kernel for every notebook and waits, each time, for
     the kernel's output channel to stay quiet for 0.2 s (jupyter_client's ``wait_for_ready``),
     about a quarter of a second per stage. The run's kernel keeps one connected client for
-    all four, handed to papermill's own nbclient engine (:class:`RunKernelEngine`)."""
+    all four, handed to papermill's own nbclient engine (:mod:`evalnb.app.runs.engine`)."""
     import papermill
 
     fresh_namespace(kernel, cwd)
@@ -162,12 +163,12 @@ def execute_stage(kernel: RunKernel, notebook: Path, output: Path, parameters: d
         kernel.client = kernel.manager.client()
         kernel.client.start_channels()
         run_sync(_connected)(kernel.client)
-    _register_engine()
-    try:
+    register_engine()
+    try:   # papermill writes nothing itself: the engine writes the record whole (evalnb.app.runs.engine)
         papermill.execute_notebook(
-            str(notebook), str(output), km=kernel.manager, kc=kernel.client, engine_name=ENGINE,
+            str(notebook), None, km=kernel.manager, kc=kernel.client, engine_name=ENGINE, record=str(output),
             parameters=parameters, kernel_name="python3", cwd=str(cwd), progress_bar=False,
-            start_timeout=120, coalesce_streams=True)   # one tqdm bar, not a stream output per update
+            start_timeout=120, coalesce_streams=True)
     finally:
         if parameters_file is not None:
             name_parameters_file(output, parameters_file, cwd)
@@ -197,9 +198,6 @@ def name_parameters_file(record: Path, parameters_file: Path, cwd: Path) -> None
             return
 
 
-ENGINE = "evalnb-run-kernel"
-
-
 async def _connected(client: Any) -> None:
     """Return once ``client`` hears the kernel on both channels: the reply to a kernel_info
     request on shell, then that request's status on IOPub (a subscription connects some time
@@ -221,32 +219,6 @@ async def _connected(client: Any) -> None:
             continue
     raise RuntimeError(f"the run's kernel did not answer within {REPLY_TIMEOUT:g} s")
 
-
-@functools.cache   # once per process
-def _register_engine() -> None:
-    from papermill.clientwrap import PapermillNotebookClient
-    from papermill.engines import NBClientEngine, papermill_engines
-    from papermill.log import logger
-
-    class RunKernelEngine(NBClientEngine):
-        """papermill's nbclient engine, with the run's connected client (``kc``) given to the
-        notebook client, which then neither starts one nor waits for it."""
-
-        @classmethod
-        def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, log_output: bool = False,
-                                     stdout_file: Any = None, stderr_file: Any = None,
-                                     start_timeout: int = 60, execution_timeout: float | None = None,
-                                     **kwargs: Any) -> Any:
-            kc = kwargs.pop("kc")
-            kwargs.pop("input_path", None)
-            client = PapermillNotebookClient(
-                nb_man, timeout=execution_timeout, startup_timeout=start_timeout,
-                kernel_name=kernel_name, log=logger, log_output=log_output, stdout_file=stdout_file,
-                stderr_file=stderr_file, **kwargs)
-            client.kc = kc   # nbclient connects a client only when it has none
-            return client.execute()
-
-    papermill_engines.register(ENGINE, RunKernelEngine)
 
 
 def stop_kernel(kernel: RunKernel | None) -> None:
