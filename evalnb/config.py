@@ -278,7 +278,7 @@ def check_batch(mode: Any, options: Any, provider: str, where: str) -> None:
 
 
 def check_budget(raw: Any, source: str) -> dict[str, Any] | None:
-    """``budget: {max_cost_usd: N}`` (reading 27); ``suite: {name, max_cost_usd, ledger}`` is what
+    """``budget: {max_cost_usd: N}``; ``suite: {name, max_cost_usd, ledger}`` is what
     ``evalnb suite`` adds for its ceiling over all its runs (evalnb.app.suite.command)."""
     if raw is None:
         return None

@@ -2,7 +2,7 @@
 
 From a run folder: the headline table, and the agreement between its judges (or rater runs)
 when it has two or more. From a compare folder (a suite's leaderboard too): the leaderboard,
-the pairwise verdicts (issue 28), the paired differences on the common items (a sensitivity
+the pairwise verdicts, the paired differences on the common items (a sensitivity
 view) and the judge agreement. Each table is read back from the record
 (``scores.json``, ``compare.json``), never recomputed, and shown in the one table style
 (:mod:`evalnb.views.tables`): LaTeX through pandas' Styler as a booktabs table, one
@@ -78,7 +78,7 @@ def compare_tables(folder: Path, compared: dict[str, Any]) -> list[PaperTable]:
         out.append(PaperTable("leaderboard", f"{compared['benchmark']} leaderboard ({labels}), with {settings} and the "
                               f"number of items each estimate rests on.{offline}", board,
                               leaderboard_layout(bench, list(board.columns))))
-    if tables.get("pairwise"):   # issue 28: one verdict per pair and headline metric, corrected for the pairs
+    if tables.get("pairwise"):   # one verdict per pair and headline metric, corrected for the pairs
         pairs = pd.DataFrame(tables["pairwise"])
         first = pairs.iloc[0]
         out.append(PaperTable(

@@ -1,4 +1,4 @@
-"""``evalnb suite SUITE.yaml``: every contestant an ordinary run, then the leaderboard (reading 28).
+"""``evalnb suite SUITE.yaml``: every contestant an ordinary run, then the leaderboard.
 
 Each contestant runs as ``evalnb run SUITE_DIR/params/<run_name>.json`` would run it, in a
 process of its own (:mod:`evalnb.app.suite.child`), ``parallel_runs`` at a time, into

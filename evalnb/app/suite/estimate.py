@@ -5,7 +5,7 @@ Each contestant's rows are what ``evalnb estimate`` prints for its run
 (:func:`evalnb.pipeline.accounting.estimate`: no call, nothing written). The shortest time is a
 lower bound, the larger of
 
-- for every endpoint (provider, base URL, model, key variable: one quota, reading 28), the
+- for every endpoint (provider, base URL, model, key variable: one quota), the
   shortest time all the suite's live calls to it take under its ``rate_limit``
   (:func:`evalnb.providers.pacing.minimum_seconds` over the summed requests, estimated input and
   output budgets): the three judges of a panel carry every contestant's verdicts;
