@@ -1,0 +1,67 @@
+"""Labels and hints that are true: a run with no contestant model is named by what answered,
+and `status` gives the one command that resumes this very directory."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evalnb.app.main import main
+from tests.conftest import offline_params
+
+
+def file_fed_run(tmp_path: Path, benchmark: str, option: str, file: str, name: str = "none") -> Path:
+    run = tmp_path / "run dir"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({
+        "benchmark": benchmark, "run_name": "scored", "output_dir": str(run), "data": "cases.json",
+        option: f"answers/{file}", "model": {"provider": "none", "name": name}, "judges": []}), "utf-8")
+    return run
+
+
+@pytest.mark.parametrize(("benchmark", "option", "file"), [("geoktools", "predictions", "preds.jsonl"),
+                                                         ("geoexpertqueries", "traces", "traces.jsonl")])
+def test_a_run_without_a_model_is_labelled_by_its_answers_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], benchmark: str, option: str, file: str) -> None:
+    run = file_fed_run(tmp_path, benchmark, option, file)
+    assert main(["status", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "none:none" not in out
+    assert f"model: answers from {file};" in out
+
+
+def test_a_named_model_behind_a_file_keeps_its_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = file_fed_run(tmp_path, "geoktools", "predictions", "preds.jsonl", name="agent-7")
+    assert main(["status", str(run)]) == 0
+    assert "model: agent-7;" in capsys.readouterr().out
+
+
+def test_status_names_the_command_that_resumes_this_directory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+
+    run = file_fed_run(tmp_path, "geoktools", "predictions", "preds.jsonl")
+    assert main(["status", str(run)]) == 0
+    nexts = [line for line in capsys.readouterr().out.splitlines() if line.startswith("next:")]
+    assert nexts == [f"next: `evalnb run {shlex.quote(str(run / 'config.json'))}` resumes, makes no call, "
+                     "and aggregates"]
+
+
+def test_the_recorded_parameters_are_the_run_they_record_with_its_set_options(tmp_path: Path) -> None:
+    """`evalnb run RUN_DIR/config.json` resumes the same directory with the same parameters,
+    however the run was started: config.json (what a run records) read back as a parameters
+    file resolves to what the parameters file and its --set options resolved to."""
+    from evalnb.pipeline.run import load_config
+
+    params = offline_params(tmp_path)
+    del params["output_dir"]
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(params), "utf-8")
+    config, _ = load_config(tmp_path / "p.yaml", ["run_name=other", "seed=3"])
+    recorded = tmp_path / "elsewhere" / "config.json"
+    recorded.parent.mkdir()
+    recorded.write_text(json.dumps(config.to_dict()), "utf-8")
+    again, _ = load_config(recorded)
+    assert again.output_dir == config.output_dir and again.output_dir.name == "other"
+    assert again.to_dict() == config.to_dict()
