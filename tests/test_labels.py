@@ -65,3 +65,23 @@ def test_the_recorded_parameters_are_the_run_they_record_with_its_set_options(tm
     again, _ = load_config(recorded)
     assert again.output_dir == config.output_dir and again.output_dir.name == "other"
     assert again.to_dict() == config.to_dict()
+
+
+@pytest.mark.parametrize(("code", "how"), [(-15, "by SIGTERM"), (-9, "by SIGKILL"), (-2, "by SIGINT"),
+                                           (130, "(Ctrl-C)")])
+def test_a_suite_contestant_stopped_by_a_signal_is_interrupted_with_the_command_that_resumes(
+        tmp_path: Path, code: int, how: str) -> None:
+    from evalnb.app.suite.command import interrupted_cause
+
+    cause = interrupted_cause(code, tmp_path / "my suite.yaml")
+    assert cause == (f"interrupted {how}: what it recorded is kept; `evalnb suite '{tmp_path}/my suite.yaml'` "
+                     "resumes it")
+    said = cause.split("`")[0]   # before the command, which names a path
+    assert "exit" not in said and str(code) not in said
+
+
+@pytest.mark.parametrize("code", [0, 1, 2])
+def test_an_ordinary_exit_is_not_called_interrupted(tmp_path: Path, code: int) -> None:
+    from evalnb.app.suite.command import interrupted_cause
+
+    assert interrupted_cause(code, tmp_path / "s.yaml") is None
