@@ -85,3 +85,42 @@ def test_an_ordinary_exit_is_not_called_interrupted(tmp_path: Path, code: int) -
     from evalnb.app.suite.command import interrupted_cause
 
     assert interrupted_cause(code, tmp_path / "s.yaml") is None
+
+
+def unlisted_params(tmp_path: Path) -> Path:
+    """Offline WildTrace whose contestant is in no caps table and given no caps: the default row."""
+    params = offline_params(tmp_path)
+    params["model"] = {"provider": "offline", "name": "extractive-bm25"}
+    path = tmp_path / "unlisted.yaml"
+    path.write_text(yaml.safe_dump(params), "utf-8")
+    return path
+
+
+def default_cap_warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("WARNING") and "probe-window" in line
+            and "extractive-bm25" in line]
+
+
+@pytest.mark.parametrize("command", ["estimate", "prompt"])
+def test_the_default_cap_warning_reaches_the_terminal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    from tests.conftest import sample_tasks
+
+    path = unlisted_params(tmp_path)
+    argv = [command, str(path)] + ([sample_tasks()[0]["task_id"]] if command == "prompt" else [])
+    assert main(["-q", *argv]) == 0   # quiet too: a warning is not chatter
+    assert len(default_cap_warnings(capsys.readouterr().err)) == 1
+
+
+def test_a_suites_default_cap_warning_names_its_contestant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    params = offline_params(tmp_path)
+    del params["output_dir"], params["run_name"]
+    params["model"] = {"provider": "offline"}
+    suite = {"suite_name": "board", "output_dir": str(tmp_path / "suite"), **params,
+             "contestants": [{"run_name": "a", "model": {"name": "extractive-bm25"}},
+                             {"run_name": "b", "model": {"name": "extractive-bm25", "caps": {"en": 50000, "cjk": 20000}}}]}
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps(suite), "utf-8")
+    assert main(["estimate", str(path)]) == 0
+    warned = default_cap_warnings(capsys.readouterr().err)
+    assert len(warned) == 1 and warned[0].startswith("WARNING: a: ")

@@ -9,7 +9,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalnb.app import EXIT_OK
+from evalnb.app import EXIT_OK, output
 from evalnb.app.inspection.estimate_view import WIDTH, estimate_table
 from evalnb.app.live import live_progress
 from evalnb.app.suite.config import is_suite_file
@@ -27,13 +27,13 @@ from evalnb.pipeline.probe import caps_entry, probe_record, probe_window
 
 def estimate_command(params: Path, sets: Sequence[str], wide: bool = False) -> int:
     """What a run (or a suite: its contestants' estimates summed) will call and spend, making
-    no call and writing nothing. The benchmark's warnings are not repeated here: a run prints
-    them once, as it starts, and its summary shows them."""
+    no call and writing nothing. The benchmark's warnings come first, as ``run`` says them."""
     if is_suite_file(params):
         return estimate_suite(params, sets)
 
     config, bench_class = load_config(params, sets)
     bench = make_benchmark(config, bench_class)
+    output.warnings(bench.warnings)
     rows = estimate(config, bench, bench.tasks, config.output_dir)
     print(estimate_table(rows, wide))
     shortest = minimum_run_minutes(rows)

@@ -35,6 +35,7 @@ def item_requests(params: Path, sets: Sequence[str], item_id: str) -> list[dict[
 
     config, bench_class = load_config(params, sets)
     bench = make_benchmark(config, bench_class)
+    output.warnings(bench.warnings)
     if item_id not in {t.task_id for t in bench.tasks}:
         raise ConfigError(f"prompt: {item_id!r} is not an item of {config.data}"
                           + (" (or not in the run's subset)" if config.subset else ""))

@@ -65,6 +65,8 @@ class Child:
 
 def suite_command(path: Path, sets: Sequence[str]) -> int:
     suite = load_suite(path, sets)   # everything checked before anything is written
+    for contestant in suite.contestants:   # the runs' own terminals are their logs: say them here
+        output.warnings(contestant.benchmark.warnings, f"{contestant.name}: ")
     held = lock.acquire(suite.dir)   # one `evalnb suite` per suite directory at a time
     # Each contestant's kernel writes its progress to a file of its own here; one view draws them all.
     progress = Path(tempfile.mkdtemp(prefix="evalnb-suite-progress-"))

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evalnb.app import output
 from evalnb.app.suite.config import load_suite
 from evalnb.config import EndpointConfig
 from evalnb.providers.ledger import endpoint_identity
@@ -35,6 +36,8 @@ def estimate_suite(path: Path, sets: Sequence[str]) -> int:
     import pandas as pd
 
     suite = load_suite(path, sets, require_keys=False)
+    for contestant in suite.contestants:
+        output.warnings(contestant.benchmark.warnings, f"{contestant.name}: ")
     per_run: list[dict[str, Any]] = []
     shared: dict[str, dict[str, Any]] = {}
     longest_run = 0.0
