@@ -124,3 +124,42 @@ def test_a_suites_default_cap_warning_names_its_contestant(tmp_path: Path, capsy
     assert main(["estimate", str(path)]) == 0
     warned = default_cap_warnings(capsys.readouterr().err)
     assert len(warned) == 1 and warned[0].startswith("WARNING: a: ")
+
+
+def error_lines(err: str) -> list[str]:
+    return [line.removeprefix("evalnb: error: ") for line in err.strip().splitlines()]
+
+
+def test_every_unknown_key_of_a_parameters_file_is_reported_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    params = offline_params(tmp_path)
+    params["concurency"], params["sed"] = 3, 1
+    params["model"]["bse_url"] = "http://x"
+    params["judges"][1]["nmae"] = "y"
+    params["retry"]["max_retris"] = 2
+    path = tmp_path / "typos.yaml"
+    path.write_text(yaml.safe_dump(params), "utf-8")
+    for command in ("run", "estimate"):
+        assert main([command, str(path)]) == 1
+        lines = error_lines(capsys.readouterr().err)
+        assert [line.split(": ")[1] for line in lines] == ["unknown parameter(s) concurency (did you mean concurrency?), "
+                                                           "sed (did you mean seed?)", "model", "judges[1]", "retry"], lines
+        assert all(line.startswith(f"{path}: ") for line in lines)
+        assert "bse_url (did you mean base_url?)" in lines[1] and "nmae (did you mean name?)" in lines[2]
+        assert "max_retris (did you mean max_retries?)" in lines[3]
+
+
+@pytest.mark.parametrize("key", ["data", "corpus"])
+def test_run_estimate_and_prompt_word_a_missing_input_alike(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str) -> None:
+    params = offline_params(tmp_path)
+    params[key] = str(tmp_path / "nowhere")
+    path = tmp_path / "missing.yaml"
+    path.write_text(yaml.safe_dump(params), "utf-8")
+    said = {}
+    for argv in (["run", str(path)], ["estimate", str(path)], ["prompt", str(path), "any-item"]):
+        assert main(argv) == 1
+        said[argv[0]] = error_lines(capsys.readouterr().err)
+    assert said["run"] == said["estimate"] == said["prompt"]
+    [line] = said["run"]
+    assert line.startswith(f"{path}: {key}: {tmp_path / 'nowhere'} not found (expected a ")

@@ -21,6 +21,7 @@ from evalnb.core.errors import ConfigError
 from evalnb.evidence.items import calls_text
 from evalnb.evidence.items_html import show
 from evalnb.evidence.failures import item_calls
+from evalnb.pipeline.preflight import check_paths
 from evalnb.pipeline.run import check_keys, load_config, make_benchmark
 from evalnb.pipeline.probe import caps_entry, probe_record, probe_window
 
@@ -32,6 +33,7 @@ def estimate_command(params: Path, sets: Sequence[str], wide: bool = False) -> i
         return estimate_suite(params, sets)
 
     config, bench_class = load_config(params, sets)
+    check_paths(config, str(params))   # the same words as run's for a missing data file or corpus
     bench = make_benchmark(config, bench_class)
     output.warnings(bench.warnings)
     rows = estimate(config, bench, bench.tasks, config.output_dir)
