@@ -1,4 +1,4 @@
-"""The public benchmark API (issue 29): evalnb.api, its generated reference page, named
+"""The public benchmark API: evalnb.api, its generated reference page, named
 per-item channels reaching a ratio metric and its interval (and its form, for the
 statistics), the record rule a benchmark's records follow, and mypy --strict on the examples.
 

@@ -1,8 +1,8 @@
-"""Issue 20 / reading 27: the spending ceiling, through the real SDK against the local server.
+"""The spending ceiling, through the real SDK against the local server.
 
 Expected spend is computed here from what the server saw and reported (its request bodies and
 the usage in the replies it sent), at the prices of the parameters; upper bounds from the
-request texts by the spec's figures (3.3 characters a token, 1.5 for CJK text) and the
+request texts by the protocol's figures (3.3 characters a token, 1.5 for CJK text) and the
 ``max_tokens`` each request carried.
 """
 

@@ -1,4 +1,4 @@
-"""JupyterLab itself, as a new user meets it (issue 18): the test environment's JupyterLab on
+"""JupyterLab itself, as a new user meets it: the test environment's JupyterLab on
 127.0.0.1 (a free port, a token, a temporary root, no network), driven by Debian's chromium
 headless through selenium and Debian's chromedriver.
 
@@ -112,7 +112,7 @@ def test_the_stage_notebooks_one_after_another_then_a_notebook_of_ones_own(chrom
         for metric in scores["metrics"].values():
             assert metric["label"] in headline
         assert "12.0" not in headline and ".000000" not in headline and "False" not in headline
-        html = aggregate["html"]   # the one table style (issue 27): value [low, high], then n
+        html = aggregate["html"]   # the one table style: value [low, high], then n
         assert re.search(rf"<td[^>]*>{re.escape(label)}</td>\s*<td[^>]*>{scores['scored_n']}</td>", html), html
         all_tasks = scores["metrics"]["all_tasks"]
         assert re.search(rf"<td[^>]*>{all_tasks['value']:.3f} \[[\d.]+, [\d.]+\]</td>\s*"

@@ -58,7 +58,7 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
     # MPLBACKEND=Agg for the demo and its kernels).
     tmp_path = demo_outputs.dir
     assert demo_outputs.code == 0
-    # Issue 18: every kernel of the demo, the compare's too, on Unix sockets: no TCP, no warning
+    # every kernel of the demo, the compare's too, on Unix sockets: no TCP, no warning
     # (what the kernels print reaches this process's descriptors, kept by the fixture).
     assert "TCP" not in demo_outputs.printed and "WARNING" not in demo_outputs.printed
     run = tmp_path / "demo-wildtrace"
@@ -113,7 +113,7 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
     executed = nbformat.read(compare / "05_compare.ipynb", as_version=4)
     assert len(figure_outputs(executed)) == 2 and len(embedded_pngs((compare / "05_compare.ipynb").read_text())) == 2
 
-    # Issue 12: every demo run leaves tasks.html, and its report shows item evidence (static HTML).
+    # every demo run leaves tasks.html, and its report shows item evidence (static HTML).
     for name in ("demo-wildtrace", "demo-wildtrace-lead-3", "demo-geoktools", "demo-geoexpertqueries"):
         run_dir = tmp_path / name
         assert (run_dir / "tasks.html").exists() and (run_dir / "evidence.json").exists(), name
@@ -122,7 +122,7 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
                  if "text/html" in o.get("data", {})]
         assert any('class="evidence"' in h and "lowest-scoring" in h for h in shown), name
         assert 'class="evidence"' in (run_dir / "04_report.html").read_text(), name
-    # Issue 19: each stage record says what the stage did for its own benchmark, and carries its
+    # each stage record says what the stage did for its own benchmark, and carries its
     # provenance in the .ipynb itself (not only in its HTML).
     from importlib.metadata import version
     own = {"demo-wildtrace": "out of context", "demo-geoktools": "predictions file",
@@ -155,7 +155,7 @@ def test_demo_through_papermill_writes_a_complete_record(demo_outputs: DemoOutpu
         assert (other / "figures" / f"{figure}.png").exists()
         report = nbformat.read(other / "04_report.ipynb", as_version=4)
         assert len(figure_outputs(report)) == 2 and len(embedded_pngs((other / "04_report.ipynb").read_text())) == 2
-    # Issue 26: what the terminal showed of it, and what `evalnb status` says of its folders.
+    # what the terminal showed of it, and what `evalnb status` says of its folders.
     check_demo_in_the_terminal(tmp_path, demo_outputs, capfd)
 
 

@@ -1,4 +1,4 @@
-"""Issue 14: pacing to provider rate limits."""
+"""Pacing to provider rate limits."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The judge-panel views of compare on a benchmark of one's own whose headline metric reads
-named channels (issue 29): leave-one-judge-out and panel change compute it as every view does
+named channels: leave-one-judge-out and panel change compute it as every view does
 (channels included), and panel change's intervals resample the benchmark's clusters (documents)
-within its strata (reading 31). Every number is checked against numpy written here, the
+within its strata. Every number is checked against numpy written here, the
 intervals against a cluster bootstrap written from scratch on the same random stream.
 
 The benchmark (``Graded``, selected by its import path as a lab's would be) has three judges;

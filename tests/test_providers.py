@@ -55,7 +55,7 @@ def test_request_body(server: FakeLLMServer, sdk: str, temperature: float | None
     result = outcome(endpoint(sdk, server), ChatRequest("hello world", budget, temperature))
     assert result.completion.text == "ok"
     (request,) = server.requests
-    # stream: auto streams a budget above 16,384 (reading 25): the same body plus the streaming flag
+    # stream: auto streams a budget above 16,384: the same body plus the streaming flag
     assert request.streamed == (budget > 16384)
     body = {k: v for k, v in request.body.items() if k not in ("stream", "stream_options")}
     if sdk == "openai":
@@ -133,8 +133,8 @@ def test_timeouts_are_transient(server: FakeLLMServer, sdk: str) -> None:
 @pytest.mark.parametrize(("status", "kind"), [(400, "permanent"), (401, "endpoint"), (403, "endpoint"),
                                               (404, "endpoint"), (422, "permanent")])
 def test_client_errors_are_permanent_and_not_retried(server: FakeLLMServer, sdk: str, status: int, kind: str) -> None:
-    """The item's own 4xx is permanent; the endpoint's refusal of its own is apart (reading 30,
-    tests/test_endpoint_failures.py); neither is retried."""
+    """The item's own 4xx is permanent; the endpoint's refusal of its own is apart
+    (tests/test_endpoint_failures.py); neither is retried."""
     server.queue(Error(status, "no"))
     result = outcome(endpoint(sdk, server), ChatRequest("q", 10))
     assert result.error.kind == kind and result.error.status_code == status

@@ -1,4 +1,4 @@
-"""Issue 27: tables, figures and pages that go into a paper without editing, checked on the
+"""Tables, figures and pages that go into a paper without editing, checked on the
 session's one `evalnb demo` (tests/conftest.py::demo_outputs) and on small inputs."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_every_table_view_of_the_demo_is_in_the_one_style(demo_outputs: DemoOutp
     report = shown_html(demo_outputs.dir / "demo-wildtrace" / "04_report.ipynb")
     [(head, rows)] = [t for p in report for t in tables_in(p) if t[0] == ["metric", "estimate [95% CI]", "n"]]
     by_metric = {r[0].split(":")[0]: r for r in rows}
-    # Scored rests on the 10 tasks scored (scored_n), All on all 12 (issue 27: it said 12 for both).
+    # Scored rests on the 10 tasks scored (scored_n), All on all 12 (it once said 12 for both).
     assert by_metric["Scored"][head.index("n")] == "10" and by_metric["All"][head.index("n")] == "12"
     assert by_metric["tasks scored"][head.index("estimate [95% CI]")] == "10"   # a count stays a count
     # The raw numbers stay in the CSV files, with named columns (no bare integer index).
@@ -123,7 +123,7 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
                           "tab:evalnb-judge_agreement"]
     assert {"tab:evalnb-judge_reliability", "tab:evalnb-judge_means"} <= set(labels)
     assert "Sensitivity view, not a verdict" in blocks[2] and "resampling whole documents" in blocks[2]
-    # the pairwise verdicts (issue 28): each pair's difference and interval as compare.json holds them, its verdict
+    # the pairwise verdicts: each pair's difference and interval as compare.json holds them, its verdict
     from evalnb.views.estimates import estimate_text
     for pair in json.loads((compare / "compare.json").read_text())["tables"]["pairwise"]:
         assert estimate_text(pair["delta"], pair["ci_low"], pair["ci_high"]) in blocks[1]

@@ -1,4 +1,4 @@
-"""WildTrace contestant repeats (``repeats: K``, issue 28): K answers per task, each judged by the
+"""WildTrace contestant repeats (``repeats: K``): K answers per task, each judged by the
 full panel; every number over item-level means; K = 1 exactly today's run."""
 
 from __future__ import annotations

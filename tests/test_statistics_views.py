@@ -1,4 +1,4 @@
-"""Issue 28 wired in: WildTrace's scores.json gains standard errors and a cluster bootstrap over
+"""WildTrace's scores.json gains standard errors and a cluster bootstrap over
 documents beside (never replacing) the protocol's numbers; compare gains per-pair, per-metric
 verdicts after Holm and rank intervals; `evalnb plan` against the closed form."""
 
@@ -36,7 +36,7 @@ def test_wildtrace_scores_report_clustered_errors_beside_the_protocol_numbers(tm
     assert entry["clustered_se"] == pytest.approx(float(ols.bse[0]))
     assert entry["se"] == pytest.approx(np.std(values, ddof=1) / np.sqrt(len(values)))
     assert entry["design_effect"] == pytest.approx((entry["clustered_se"] / entry["se"]) ** 2)
-    # the protocol's interval stays the task-level bootstrap (reading 31), the cluster one is beside it
+    # the protocol's interval stays the task-level bootstrap, the cluster one is beside it
     protocol = stats.bootstrap_ci(list(values), n_boot=2000, seed=3)
     assert (scores["metrics"]["all_tasks"]["ci"]["low"], scores["metrics"]["all_tasks"]["ci"]["high"]) == \
         pytest.approx((protocol.low, protocol.high))

@@ -1,4 +1,4 @@
-"""Issue 20 / reading 28: `evalnb suite`, through the real SDKs against the local server.
+"""`evalnb suite`, through the real SDKs against the local server.
 
 The reference for every suite run is the same contestant run on its own (the pipeline's stage
 functions, as the stage notebooks call them) against the same deterministic server: a suite

@@ -3,7 +3,7 @@
 The arguments are described in :mod:`evalnb.app.parser`; what a command prints follows
 :mod:`evalnb.app.output`. Exit status: 0 complete; 2 something resumable remains (a transient
 generation failure, a judge failure); 1 a usage, configuration or data error, an endpoint that refused
-for reasons of its own (a wrong key, model or route, an exhausted account: reading 30), or a
+for reasons of its own (a wrong key, model or route, an exhausted account), or a
 stage that failed; 130 interrupted (Ctrl-C). papermill cannot exit 2 by itself, so the aggregate stage
 writes ``status.json`` and this command reads it.
 """

@@ -47,6 +47,26 @@ def metric_entries(scores: Mapping[str, Any], headline_only: bool = True) -> lis
     return entries
 
 
+def contestant_text(benchmark: Any, model: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
+    """What the run's contestant is, for a terminal line: ``provider:name`` for a model called
+    through an endpoint; for answers read from a file (a scorer over predictions, an autorater
+    over traces), the model's name when the parameters give one, else ``answers from FILE``.
+    Never ``none:none``, which would read as a model of that name."""
+    from evalnb.benchmarks import benchmark_for
+    from evalnb.benchmarks.base import contestant_label
+
+    if not model:
+        return None
+    provider, name = str(model.get("provider")), str(model.get("name"))
+    if provider != "none":
+        return f"{provider}:{name}"
+    try:
+        label = contestant_label(benchmark_for(benchmark), provider, name, config)
+    except Exception:   # a plug-in that no longer imports: the file is still what answered
+        label = "answers from a file"
+    return label if label in (name, "answers from a file") else f"answers from {label}"
+
+
 def run_results(run_dir: Path) -> dict[str, Any]:
     """A run's results document (``--json``), read from its scores.json and status.json."""
     scores = read_json_if_exists(run_dir / "scores.json") or {}
@@ -55,7 +75,7 @@ def run_results(run_dir: Path) -> dict[str, Any]:
     model = config.get("model") or {}
     return {"run_dir": str(run_dir), "benchmark": scores.get("benchmark") or config.get("benchmark"),
             "run_name": scores.get("run_name") or config.get("run_name"),
-            "model": f"{model.get('provider')}:{model.get('name')}" if model else None,
+            "model": contestant_text(scores.get("benchmark") or config.get("benchmark"), model, config),
             "state": status.get("state", "not aggregated"), "complete": bool(scores.get("complete")),
             "offline": bool(scores.get("offline")), **({"subset": config["subset"]} if config.get("subset") else {}),
             "metrics": metric_entries(scores), "report": _exists(run_dir / "04_report.html"),

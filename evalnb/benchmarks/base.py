@@ -46,7 +46,7 @@ class BaseBenchmark:
     NAME: ClassVar[str]
     METRICS: ClassVar[tuple[Metric, ...]]   # the declared metrics, headline ones flagged
     STATUSES: ClassVar[tuple[str, ...]] = tuple(s.value for s in Status)
-    # What one cluster is (reading 31), for labels; the clusters themselves are ItemResults.clusters.
+    # What one cluster is, for labels; the clusters themselves are ItemResults.clusters.
     # None: every item is its own cluster, named by ITEM_NOUN.
     CLUSTER_NOUN: ClassVar[str | None] = None
     # Key paths inside its own fingerprint parts that the shared part holds ("scoring.model"):

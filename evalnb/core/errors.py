@@ -47,6 +47,6 @@ class FingerprintMismatch(EvalnbError):
 
 
 class EndpointFailure(EvalnbError):
-    """An endpoint refused a stage's calls for reasons of its own (reading 30): its calls were
+    """An endpoint refused a stage's calls for reasons of its own: its calls were
     stopped, its items stay unanswered and nothing was scored. The message is the one line
     the command ends with (exit status 1)."""

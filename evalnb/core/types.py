@@ -26,11 +26,11 @@ CompletionStatus = Literal["ok", "refused", "empty"]
 ErrorKind = Literal["transient", "permanent", "endpoint"]
 """``transient``: retried, then resumable; ``permanent``: the item's own final failure (a
 context overflow, a bad request); ``endpoint``: the endpoint refused for reasons of its own
-(reading 30: authentication, permission, an unknown model or route, billing or quota), which
+(authentication, permission, an unknown model or route, billing or quota), which
 says nothing about the item: its calls stop, the item stays unanswered."""
 
 FAILED_ENDPOINT = "failed_endpoint"
-"""The status of a call the endpoint refused for reasons of its own (reading 30). Such a line is
+"""The status of a call the endpoint refused for reasons of its own. Such a line is
 kept in the stage's store (what was sent, the error, the attempts), but it never stands for
 its item: :meth:`evalnb.records.stores.JsonlStore.load` leaves it out, so the item is pending,
 never scored, and the next pass calls it again."""
@@ -94,7 +94,7 @@ class ChatRequest:
 @dataclass(frozen=True)
 class Usage:
     """Reported tokens. ``output_tokens`` includes reasoning tokens wherever they are billed as
-    output (reading 20); ``reasoning_tokens`` is their share where the provider reports it.
+    output; ``reasoning_tokens`` is their share where the provider reports it.
     ``estimated``: the reply reported no usage (a stream from a server that ignores
     ``include_usage``), so the counts are the characters-per-token estimate of the prompt and
     the returned text, never a silent zero."""
@@ -131,15 +131,15 @@ class Completion:
     model_route: str | None = None       # the model the endpoint says answered
     request_id: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)   # other provider metadata
-    reasoning: str | None = None         # returned apart from the answer (reading 26): never the text
+    reasoning: str | None = None         # returned apart from the answer: never the text
     think_block: str | None = None       # the text began with <think>...</think>: "kept" or "stripped"
     latency: Latency | None = None
-    streamed: bool = False               # transport only (reading 25): the same completion either way
+    streamed: bool = False               # transport only: the same completion either way
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Spec README reading 6: at most ``max_retries`` retries after the first attempt."""
+    """The one retry policy: at most ``max_retries`` retries after the first attempt."""
 
     max_retries: int = 5
     base_delay: float = 1.0        # seconds before the first retry, doubled each time
@@ -207,7 +207,7 @@ class Call:
 # --- statuses ------------------------------------------------------------------------------------
 
 class Status(StrEnum):
-    """What became of an item's response (reading 5, and the file-fed benchmarks' ``missing``)."""
+    """What became of an item's response (the WildTrace protocol's statuses, and the file-fed benchmarks' ``missing``)."""
 
     OK = "ok"
     OUT_OF_CONTEXT = "out_of_context"       # longer than the model's cap: sent to nobody
@@ -274,8 +274,8 @@ class ItemResults:
     mean over repeats; None while unscored); ``attempted`` says whether the contestant had a
     chance at it (a file-fed answer existed, the document fitted); ``judges`` holds each
     item's per-judge (or per-rater-run) scores, for agreement. ``clusters`` names each item's
-    cluster, the unit of randomisation it shares with others (reading 31: the corpus document
-    a task asks about); an item it does not name is its own cluster, the default. ``channels``
+    cluster, the unit of randomisation it shares with others (the corpus document a task
+    asks about); an item it does not name is its own cluster, the default. ``channels``
     holds named per-item outcomes besides the score (``correct``, ``attempted``: 1.0 or 0.0, NaN
     where the item has none yet), each repeats x items like ``values`` and in the same order; a
     :class:`Metric` reads those it names in its ``channels``.

@@ -12,7 +12,7 @@ is named.
 For each matched model, the first headline metric under each panel (its value as every view
 computes a declared metric: :func:`evalnb.stats.intervals.metric_value`, channels included) and the
 shift (second minus first) with a paired interval; and Kendall's tau-b between the two panels'
-orders with its interval. Both intervals are added statistics (reading 31), so they come from
+orders with its interval. Both intervals are added statistics, so they come from
 the compare's cluster bootstrap (:mod:`evalnb.stats.clustered`, through
 :func:`evalnb.comparison.joint.joint_bootstrap`, as the leaderboard's pairs and ranks do): every
 replicate draws the benchmark's clusters (``ItemResults.clusters``: the corpus documents its

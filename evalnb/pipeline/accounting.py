@@ -63,7 +63,7 @@ def usage_by_stage(config: RunConfig, stores: Mapping[str, Mapping[str, Record]]
             row["attempts"] += record["attempts"]
             usage = record.get("usage") or {}
             row["input_tokens"] += usage.get("input_tokens", 0)
-            # Reasoning tokens are already inside output_tokens (reading 20): shown, not added.
+            # Reasoning tokens are already inside output_tokens: shown, not added.
             row["output_tokens"] += usage.get("output_tokens", 0)
             row["reasoning_tokens"] += usage.get("reasoning_tokens") or 0
             if usage.get("estimated"):   # the reply reported none: counted from the texts (not a zero)

@@ -131,7 +131,7 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
 
     Everything is validated before anything is written (with ``require_keys``, that every
     named key variable is set too); resuming into a run started under a different
-    fingerprint is refused (reading 11). Meanwhile the endpoints' SDKs are imported in the
+    fingerprint is refused. Meanwhile the endpoints' SDKs are imported in the
     background (``prefetch_sdks=False`` in a process that makes no call: ``evalnb run``,
     whose kernel makes them).
 

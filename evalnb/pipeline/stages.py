@@ -59,7 +59,7 @@ def _writes(doing: str) -> Callable[[StageFunction], StageFunction]:
 
 def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig], done: Any,
            after: Callable[[Run], None] | None = None) -> Counter[str]:
-    """Run the stage's calls and record them, then ``after``; an endpoint failure (reading 30) ends it there."""
+    """Run the stage's calls and record them, then ``after``; an endpoint failure ends it there."""
     store = run.store(name)   # parsed here, once; kept up with this pass's appends
     started, before = utc_now(), len(store.lines())   # this pass's lines come after
     counts: Counter[str] = Counter()

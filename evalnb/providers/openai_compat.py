@@ -114,7 +114,7 @@ class OpenAIProvider:
         return body
 
     async def complete(self, request: ChatRequest) -> Completion:
-        if self.stream.streams(request):   # reading 25: the same body, streamed
+        if self.stream.streams(request):   # streaming is transport: the same body, streamed
             try:
                 reply = await read_stream(self._client, self.request_body(request), self.stream, sdk_error)
             except ProviderError as failure:

@@ -1,4 +1,4 @@
-"""What a benchmark returns is checked where it returns it (issue 25, issue 29).
+"""What a benchmark returns is checked where it returns it.
 
 A benchmark's ``prepare`` may return a final record (``Prepared(None, fields)``) and its
 ``interpret`` turns a completion into a record's fields. Either may be wrong in a benchmark

@@ -1,4 +1,4 @@
-"""Standard errors that know clusters, and the cluster bootstrap (issue 28, reading 31).
+"""Standard errors that know clusters, and the cluster bootstrap.
 
 Added beside the protocols' own numbers, never replacing them. Items that share a unit of
 randomisation (tasks that ask about one corpus document) are one cluster; clusters lie within

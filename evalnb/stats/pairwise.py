@@ -1,4 +1,4 @@
-"""Paired differences between two models on the same items, per declared metric (issue 28).
+"""Paired differences between two models on the same items, per declared metric.
 
 For metric f and models A, B scored on one task set: Δ = f(A) − f(B), the difference of the two
 leaderboard numbers. Everything else is computed from one joint cluster bootstrap

@@ -37,8 +37,12 @@ def item_requests(params: Path, sets: Sequence[str], item_id: str) -> list[dict[
     from evalnb.providers.streams.base import settings_of
     from evalnb.pipeline.run import load_config, make_benchmark
 
+    from evalnb.pipeline.preflight import check_paths
+
     config, bench_class = load_config(params, sets)
+    check_paths(config, str(params))   # the same words as run's for a missing data file or corpus
     bench = make_benchmark(config, bench_class)
+    output.warnings(bench.warnings)
     if item_id not in {t.task_id for t in bench.tasks}:
         raise ConfigError(f"prompt: {item_id!r} is not an item of {config.data}"
                           + (" (or not in the run's subset)" if config.subset else ""))

@@ -106,9 +106,18 @@ def _answers(statuses: Mapping[str, int]) -> int:
     return sum(n for s, n in statuses.items() if s and s != "ok" and not str(s).startswith("failed"))
 
 
+def resume_command(run_dir: Path) -> str:
+    """The one command that resumes ``run_dir``: ``evalnb run RUN_DIR/config.json``."""
+    import shlex
+
+    return f"evalnb run {shlex.quote(str(run_dir / 'config.json'))}"
+
+
 def _next(doc: Mapping[str, Any], held: bool, failed: tuple[str, str] | None, remaining: Mapping[str, int],
           run_dir: Path) -> str:
-    again = f"`evalnb run PARAMS` (the run's parameters file; its recorded parameters: {run_dir / 'config.json'})"
+    # The recorded parameters hold every --set option and the run's own output_dir, so this
+    # command resumes this directory, whatever the parameters file and options that started it.
+    again = f"`{resume_command(run_dir)}`"
     if held:
         return "wait for the process running it to end (or Ctrl-C where it runs), then look again"
     if failed:

@@ -178,7 +178,7 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any, view: LiveView | None
                 redact_notebook(record)
                 completion.record(run.dir, stage, "failed")
                 render_html(record)
-                if e.ename == EndpointFailure.__name__:   # reading 30: its own one line, no "stage failed"
+                if e.ename == EndpointFailure.__name__:   # an endpoint failure: its own one line, no "stage failed"
                     print(f"evalnb: {redact(' '.join(str(e.evalue).split()))}", file=sys.stderr)
                     return True
                 print(f"evalnb: {stage} stage failed: {failure_cause(record, e)} (record: {record})",

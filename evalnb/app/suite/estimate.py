@@ -5,7 +5,7 @@ Each contestant's rows are what ``evalnb estimate`` prints for its run
 (:func:`evalnb.pipeline.accounting.estimate`: no call, nothing written). The shortest time is a
 lower bound, the larger of
 
-- for every endpoint (provider, base URL, model, key variable: one quota, reading 28), the
+- for every endpoint (provider, base URL, model, key variable: one quota), the
   shortest time all the suite's live calls to it take under its ``rate_limit``
   (:func:`evalnb.providers.pacing.minimum_seconds` over the summed requests, estimated input and
   output budgets): the three judges of a panel carry every contestant's verdicts;
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evalnb.app import output
 from evalnb.app.suite.config import load_suite
 from evalnb.config import EndpointConfig
 from evalnb.providers.ledger import endpoint_identity
@@ -35,6 +36,8 @@ def estimate_suite(path: Path, sets: Sequence[str]) -> int:
     import pandas as pd
 
     suite = load_suite(path, sets, require_keys=False)
+    for contestant in suite.contestants:
+        output.warnings(contestant.benchmark.warnings, f"{contestant.name}: ")
     per_run: list[dict[str, Any]] = []
     shared: dict[str, dict[str, Any]] = {}
     longest_run = 0.0
