@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -217,3 +218,24 @@ def test_the_vocabulary_itself() -> None:
     rows = {r["column"]: r for r in data_dictionary(["p_holm", "all_tasks_ci_low", "all_tasks_n"])}
     assert rows["p_holm"]["header"] == "p (Holm)" and "Holm" in rows["p_holm"]["meaning"]
     assert "lower end" in rows["all_tasks_ci_low"]["meaning"] and "rests on" in rows["all_tasks_n"]["meaning"]
+
+
+def test_a_runs_status_and_estimate_print_in_the_vocabulary(demo_outputs: Any, capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    """`evalnb status` of a finished run and `evalnb estimate` (narrow and --wide) of its
+    parameters: every column header a word of the one vocabulary, never a code name."""
+    from evalnb.benchmarks.wildtrace import WildTrace
+
+    words = set(metric_words(WildTrace.metrics()).values())
+    run = demo_outputs.dir / "demo-wildtrace"
+    capsys.readouterr()
+    assert main(["status", str(run)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    calls = lines.index("calls:") + 1
+    check_headers(terminal_headers(lines[calls]), words, "status: calls")
+    metric_header = next(line for line in lines if line.strip().startswith("metric"))
+    check_headers(terminal_headers(metric_header), words, "status: metrics")
+    for wide in ([], ["--wide"]):
+        assert main(["estimate", str(run / "config.json"), *wide]) == 0
+        first = capsys.readouterr().out.splitlines()[0]
+        check_headers(terminal_headers(first), words, f"estimate {' '.join(wide)}")
