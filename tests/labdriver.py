@@ -215,8 +215,11 @@ class LabPage:
         self._wait(f"the outputs of {self.paths.get(widget, widget)} drawn", NOTEBOOK + """
             if (!p) { return {done: false, seen: state()}; }
             const cells = p.content.widgets.filter(c => c.model.type === 'code');
+            // an output with no data (a cleared progress bar) draws nothing: count the others
+            const shown = c => Array.from({length: c.model.outputs.length}, (_, i) => c.model.outputs.get(i))
+                                    .filter(o => Object.keys(o.data || {}).length > 0).length;
             const drawn = cells.filter(c => c.node.querySelectorAll('.jp-OutputArea-child').length
-                                            === c.model.outputs.length).length;
+                                            === shown(c)).length;
             const images = Array.from(p.content.node.querySelectorAll('.jp-OutputArea-output img'));
             const loaded = images.filter(i => i.complete && i.naturalWidth > 0).length;
             return {done: drawn === cells.length && loaded === images.length,

@@ -39,12 +39,13 @@ def test_the_win_rate_and_its_cluster_bootstrap() -> None:
     clusters = ["x", "x", "y", "z", "z"]
     got = win_rate(games, clusters, n_boot=500, seed=3)
     assert got.value == pytest.approx((2 + 0.5 + 1 + 0 + 2) / 10)
-    # independently: cluster totals resampled with numpy's PCG64
+    # independently: cluster totals, each cluster drawn as often as a multinomial count of the
+    # three draws says (numpy's PCG64 seeded with the seed: the resampler's stream)
     totals = {"x": (2.5, 4), "y": (1.0, 2), "z": (2.0, 4)}
     names = ["x", "y", "z"]
-    draws = np.random.default_rng(3).integers(0, 3, size=(500, 3))
-    wins = np.array([totals[n][0] for n in names])[draws].sum(1)
-    count = np.array([totals[n][1] for n in names])[draws].sum(1)
+    times = np.random.default_rng(3).multinomial(3, [1 / 3] * 3, size=500)
+    wins = times @ np.array([totals[n][0] for n in names])
+    count = times @ np.array([totals[n][1] for n in names])
     assert (got.low, got.high) == pytest.approx(tuple(np.quantile(wins / count, [0.025, 0.975])))
 
 

@@ -45,7 +45,8 @@ def check_demo_in_the_terminal(outputs: Path, printed: Any, capture: pytest.Capt
         block = printed.out.split(f"record: {outputs / name}")[0].rsplit("\n\n", 1)[-1]
         for metric, m in scores(outputs / name)["metrics"].items():
             if m["headline"]:
-                row = next(line for line in block.splitlines() if line.split()[:1] == [metric])
+                word = (m.get("label") or metric).split(":")[0]   # the vocabulary's word for the metric
+                row = next(line for line in block.splitlines() if line.strip().startswith(f"{word} "))
                 ci = m.get("ci") or {}
                 shown = estimate_text(m["value"], ci.get("low"), ci.get("high"))
                 # then n: the items the estimate reads (Scored: the tasks scored, not every task)

@@ -458,3 +458,18 @@ def test_runs_resampled_by_one_set_of_draws_get_exactly_their_own_intervals() ->
         alone = [intervals.metric_intervals(v, declared, strata=strata, n_boot=700, seed=5, channels=c,
                                             resample_repeats=whole) for v, c in runs]
         assert together == alone
+
+
+def test_the_cluster_interval_of_a_share_stays_within_zero_and_one() -> None:
+    """A share near 1 on few documents: Student t's interval would pass 1; it is cut at the
+    bound (a value the share cannot take), and the estimate and its lower end are unchanged."""
+    scores = np.array([1.0] * 9 + [0.0] + [1.0] * 10)
+    labels = [f"d{i // 2}" for i in range(len(scores))]
+    design = clustered.Design.of(len(scores), labels)
+    f = form(scores)
+    found = clustered.uncertainty(f, design)
+    t_ci = clustered.small_sample(f, design, found, "document")["t_ci"]
+    df = t_ci["df"]
+    half = scipy_stats.t.ppf(0.975, df) * found.clustered_se
+    assert 0.95 + half > 1   # the uncut interval would leave [0, 1]
+    assert t_ci["high"] == 1.0 and t_ci["low"] == pytest.approx(0.95 - half)

@@ -35,7 +35,7 @@ class EndpointConfig:
     name: str
     base_url: str | None = None
     api_key_env: str | None = None     # the NAME of the variable holding the key
-    reasoning: bool = False            # 32768-token budget instead of 8192 (WildTrace protocol §2)
+    reasoning: bool = False            # the protocol's larger budget for reasoning models (its benchmark says how large)
     send_temperature: bool = True      # False for models that reject temperature
     caps: dict[str, int] | None = None  # {en, cjk} characters; wins over the caps table
     concurrency: int | None = None     # default: the run's concurrency

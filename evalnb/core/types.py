@@ -207,7 +207,7 @@ class Call:
 # --- statuses ------------------------------------------------------------------------------------
 
 class Status(StrEnum):
-    """What became of an item's response (the WildTrace protocol's statuses, and the file-fed benchmarks' ``missing``)."""
+    """What became of an item's response (the long-document protocol's statuses, and ``missing`` for a file-fed contestant)."""
 
     OK = "ok"
     OUT_OF_CONTEXT = "out_of_context"       # longer than the model's cap: sent to nobody

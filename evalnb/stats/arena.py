@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalnb.core.replies import JudgeReplyError
+from evalnb.stats.resample import cluster_counts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -78,7 +79,7 @@ def win_rate(games: Sequence[Sequence[str]], clusters: Sequence[str] | None = No
              n_boot: int = 2000, seed: int = 0, confidence: float = 0.95) -> Interval:
     """The contestant's win rate over every game (labels from its side), with the percentile
     interval of a bootstrap that resamples items, or whole ``clusters`` (one label per item)
-    when given, each with all its games (numpy's PCG64 seeded with ``seed``)."""
+    when given, each with all its games (:func:`evalnb.stats.resample.cluster_counts`, seeded with ``seed``)."""
     import numpy as np
 
     scores = [np.array([WIN_SCORE[g] for g in item], dtype=float) for item in games]
@@ -87,8 +88,8 @@ def win_rate(games: Sequence[Sequence[str]], clusters: Sequence[str] | None = No
     sums = np.array([sum(s.sum() for s, u in zip(scores, units) if u == name) for name in names])
     counts = np.array([sum(len(s) for s, u in zip(scores, units) if u == name) for name in names])
     value = float(sums.sum() / counts.sum())
-    draws = np.random.default_rng(seed).integers(0, len(names), size=(n_boot, len(names)))
-    replicates = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    drawn = cluster_counts(len(names), n_boot, seed).weights   # the one resampler's cluster counts
+    replicates = (drawn @ sums) / (drawn @ counts)
     tail = (1 - confidence) / 2
     low, high = np.quantile(replicates, [tail, 1 - tail])
     return Interval(value, float(low), float(high), len(names), n_boot, seed)
@@ -152,7 +153,7 @@ def bradley_terry(battles: Sequence[Battle], baseline: str, *, strong_weight: fl
                   seed: int = 0, confidence: float = 0.95) -> dict[str, dict[str, float]]:
     """Each contestant's Bradley-Terry score on the Elo scale (``1000 + 400 * log10`` of its
     odds against the baseline), with the percentile interval of ``n_boot`` refits on battles
-    resampled (numpy's PCG64 seeded with ``seed``) and its rank: 1 + the contestants whose
+    resampled (:func:`evalnb.stats.resample.cluster_counts`, seeded with ``seed``) and its rank: 1 + the contestants whose
     interval's low end is above this one's high end."""
     import numpy as np
 
@@ -163,10 +164,9 @@ def bradley_terry(battles: Sequence[Battle], baseline: str, *, strong_weight: fl
     scale = 400 / math.log(10)
     x, y, w = _design(battles, players, strong_weight)
     point = 1000 + scale * _fit(x, y, w, anchor)
-    rng = np.random.default_rng(seed)
     replicates = []
-    for _ in range(n_boot):
-        picked = [battles[i] for i in rng.integers(0, len(battles), size=len(battles))]
+    for drawn in cluster_counts(len(battles), n_boot, seed).weights:   # the one resampler: battles drawn
+        picked = [b for b, times in zip(battles, drawn) for _ in range(int(times))]
         xb, yb, wb = _design(picked, players, strong_weight)
         replicates.append(1000 + scale * _fit(xb, yb, wb, anchor))
     tail = (1 - confidence) / 2

@@ -300,10 +300,15 @@ def small_sample(form: RatioForm, design: Design, found: Uncertainty, noun: str)
     of one cluster leaves it undefined), and for a bounded mean its Wilson interval."""
     held = smallsample.support(design.cluster_stratum, design.totals(form.used().astype(float)) > 0, noun)
     low, high = smallsample.t_interval(form.value(), found.clustered_se, held.df)
+    within = bounded.is_bounded(form.terms)
+    if within and low is not None and high is not None:
+        # A mean of scores in [0, 1] cannot leave it: the interval is cut at the bounds (which
+        # only removes values the metric cannot take, so its coverage is unchanged).
+        low, high = max(0.0, low), min(1.0, high)
     t_ci = {"low": low, "high": high, "df": held.df, "approximate": held.approximate,
             "note": held.withheld if held.df is None else None}
     out: dict[str, Any] = {"t_ci": t_ci}
-    if bounded.is_bounded(form.terms):
+    if within:
         out["bounded_ci"] = bounded.bounded_interval(form.value(), found.n, found.se, found.clustered_se,
                                                      found.n_clusters)
     return out

@@ -9,9 +9,9 @@ The matrix is repeats x items (NaN where an item has no score of its own). One r
    so every column stays in its stratum (e.g. within K);
 2. when there is more than one repeat, draw for every drawn column ``repeats`` of its rows
    with replacement (``rng.integers(0, repeats, size=(rows, repeats, items))``): repeats are
-   resampled within their item, not averaged away first (GeoKTools' and GeoExpertQueries'
-   protocols). With ``resample_repeats=False`` (a benchmark's ``RESAMPLE_REPEATS = False``:
-   WildTrace's contestant repeats) this step is skipped: a drawn item brings all its answers,
+   resampled within their item, not averaged away first (as the structured-answer and
+   trajectory protocols say). With ``resample_repeats=False`` (a benchmark's ``RESAMPLE_REPEATS = False``:
+   contestant repeats of a long-document benchmark) this step is skipped: a drawn item brings all its answers,
    the bootstrap of item means Miller recommends (resampling the repeats again would add their
    variance a second time: 1.19 times as wide at K = 3 in a seeded simulation);
 3. every metric is computed on the replicate.
