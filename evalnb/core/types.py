@@ -145,12 +145,18 @@ class Call:
     judges. ``prepare()``: run when a worker takes the call (read a document here, not before);
     returns a :class:`Prepared`. ``interpret(completion)``: the record's fields from the
     completion (default :func:`answer_fields`); it must return ``status`` and ``text`` (see
-    ``Record``). Neither may call a provider: the stages make the call."""
+    ``Record``). Neither may call a provider: the stages make the call.
+
+    ``sample``: which draw of the same request this call is (a repeat, an autorater's run),
+    part of the response cache's key so that K draws stay K calls. ``cached``: False for a
+    call whose reply must always be fresh (the response cache neither reads nor keeps it)."""
 
     key: str
     endpoint: str                                   # which provider of the pool runs it
     prepare: Callable[[], Prepared]                 # runs when a worker takes the call
     interpret: Callable[[Completion], dict[str, Any]] = answer_fields
+    sample: int = 1
+    cached: bool = True
 
 
 # --- statuses ------------------------------------------------------------------------------------

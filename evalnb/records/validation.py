@@ -66,7 +66,8 @@ def checked_calls(calls: Sequence[Call], benchmark: str, stage: str, declared: S
     a bad one raises :class:`InvalidRecord` inside its own call."""
     statuses = known_statuses(stage, declared)
     return [Call(c.key, c.endpoint, functools.partial(_prepare, c, benchmark, stage, statuses),
-                 functools.partial(_interpret, c, benchmark, stage, statuses)) for c in calls]
+                 functools.partial(_interpret, c, benchmark, stage, statuses), sample=c.sample, cached=c.cached)
+            for c in calls]
 
 
 def _fail(call: Call, benchmark: str, stage: str, what: str, problem: str) -> InvalidRecord:
