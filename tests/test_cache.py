@@ -223,3 +223,53 @@ def test_verify_passes_on_reused_answers_and_fails_when_one_is_edited(counting: 
     lines[0] = json.dumps(record)
     store.write_text("\n".join(lines) + "\n", "utf-8")
     assert main(["verify", str(second)]) == 1
+
+
+def test_the_cache_command_shows_prunes_and_clears(counting: FakeLLMServer, tmp_path: Path, own_response_cache: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from evalnb.app.main import main
+
+    full_run(openai_params(tmp_path, counting.url, output_dir=str(tmp_path / "a")))
+    full_run(openai_params(tmp_path, counting.url, output_dir=str(tmp_path / "b")))
+    capsys.readouterr()
+    assert main(["cache"]) == 0
+    shown = capsys.readouterr().out
+    assert f"{CALLS} entries" in shown and f"{CALLS} answers reused in all" in shown
+    assert f"openai:contestant-x @ {counting.url}/v1: {ANSWERS} entries, {ANSWERS} reused" in shown
+    assert main(["cache", "--model", "contestant-x"]) == 0
+    assert len(list(CacheStore(own_response_cache).entries())) == CALLS - ANSWERS
+    assert main(["cache", "--older-than", "1"]) == 0   # nothing is a day old
+    assert len(list(CacheStore(own_response_cache).entries())) == CALLS - ANSWERS
+    assert main(["cache", "--clear"]) == 0
+    assert list(CacheStore(own_response_cache).entries()) == []
+
+
+def test_no_cache_and_the_cache_parameter_are_checked() -> None:
+    from evalnb.app.parser import build_parser, no_cache_sets
+    from evalnb.core.cache_options import check_cache
+    from evalnb.core.errors import ConfigError
+
+    assert no_cache_sets(build_parser().parse_args(["run", "p.yaml", "--no-cache"]).no_cache) == ["cache=false"]
+    assert no_cache_sets(build_parser().parse_args(["run", "p.yaml", "--no-cache", "model"]).no_cache) \
+        == ["cache.fresh=[model]"]
+    assert no_cache_sets(build_parser().parse_args(["run", "p.yaml"]).no_cache) == []
+    assert check_cache({"max_age_days": 30, "fresh": ["model"]}, "p.yaml", ["model", "judge1"]) \
+        == {"max_age_days": 30.0, "fresh": ["model"]}
+    with pytest.raises(ConfigError, match=r"p.yaml: cache.fresh: no endpoint 'judge9'"):
+        check_cache({"fresh": ["judge9"]}, "p.yaml", ["model", "judge1"])
+    with pytest.raises(ConfigError, match=r"p.yaml: cache.max_age_days: expected a positive number"):
+        check_cache({"max_age_days": 0}, "p.yaml", ["model"])
+
+
+def test_max_age_days_calls_again_for_older_answers(counting: FakeLLMServer, tmp_path: Path,
+                                                     own_response_cache: Path) -> None:
+    full_run(openai_params(tmp_path, counting.url, output_dir=str(tmp_path / "a")))
+    store = CacheStore(own_response_cache)
+    for path, entry in list(store.entries()):   # every original call made 10 days ago
+        assert isinstance(entry, dict)
+        store.put(path.stem, {**entry, "called_at": float(entry["called_at"]) - 10 * 86400})
+    counting.reset()
+    full_run(openai_params(tmp_path, counting.url, output_dir=str(tmp_path / "b"), cache={"max_age_days": 30}))
+    assert counting.count() == 0
+    full_run(openai_params(tmp_path, counting.url, output_dir=str(tmp_path / "c"), cache={"max_age_days": 5}))
+    assert counting.count() == CALLS
