@@ -273,3 +273,17 @@ def test_max_age_days_calls_again_for_older_answers(counting: FakeLLMServer, tmp
     assert counting.count() == 0
     full_run(openai_params(tmp_path, counting.url, output_dir=str(tmp_path / "c"), cache={"max_age_days": 5}))
     assert counting.count() == CALLS
+
+
+def test_status_says_how_many_answers_per_stage_came_from_the_cache(counting: FakeLLMServer, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from evalnb.app.main import main
+
+    full_run(openai_params(tmp_path, counting.url, output_dir=str(tmp_path / "a")))
+    second = full_run(openai_params(tmp_path, counting.url, output_dir=str(tmp_path / "b")))
+    capsys.readouterr()
+    assert main(["status", str(second)]) == 0
+    shown = capsys.readouterr().out
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert f"generate: {ANSWERS} answers reused from the response cache (original calls {today})" in shown
+    assert f"judge: {CALLS - ANSWERS} answers reused from the response cache (original calls {today})" in shown
