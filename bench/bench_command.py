@@ -1,4 +1,4 @@
-"""The whole `evalnb run` command against a bare SDK loop and evalnb in-process (issue 14).
+"""The whole `evalnb run` command against a bare SDK loop and evalnb in-process.
 
     python bench/bench_command.py                  # everything, 3 repeats (make bench runs it)
     python bench/bench_command.py --quick          # everything, 1 repeat

@@ -1,4 +1,4 @@
-"""`evalnb suite` against per-model token windows, beside separate `evalnb run`s (issue 20).
+"""`evalnb suite` against per-model token windows, beside separate `evalnb run`s.
 
     python bench/bench_suite.py            # 8 contestants x the 481-task workload, 3 shared judges
     python bench/bench_suite.py --quick    # 8 x 60 tasks of 20k-60k characters, smaller windows

@@ -1,4 +1,4 @@
-"""Soak evalnb against the fault-injecting fake server (issue 9); ``make soak``, not part of ``make test``.
+"""Soak evalnb against the fault-injecting fake server; ``make soak``, not part of ``make test``.
 
     python bench/soak.py [--tasks 200] [--kills 20] [--seed 0] [--keep]
 
@@ -66,7 +66,7 @@ def document(rng: random.Random, vocab: list[str], chars: int, title: str) -> st
 
 
 def chinese(rng: random.Random, chars: int, title: str) -> str:
-    """Over 20 CJK characters in the first 4,000: the cjk cap applies (reading 3)."""
+    """Over 20 CJK characters in the first 4,000: the cjk cap applies."""
     return (title + "\n\n" + "".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(chars)))[:chars]
 
 
@@ -408,7 +408,7 @@ def kill_phase(ws: Workspace, report: Report, kills: int, run_seconds: float) ->
             work_left = bool(check_stores(out, ws.task_ids).lost)
             attempts.append(kill_once(params, out, log, rng, span, work_left))
             if not attempts[-1].killed and attempts[-1].exit_code == 0:
-                # A finished run's rerun does no work and exits in a second or two (issue 25):
+                # A finished run's rerun does no work and exits in a second or two:
                 # later kills are drawn within that, so they land instead of missing.
                 span = min(span, attempts[-1].seconds)
         codes = run_until_complete(params, log, "after kills")

@@ -19,13 +19,16 @@ from typing import TYPE_CHECKING, Any
 from evalnb.benchmarks import Benchmark, Task
 from evalnb.benchmarks.base import BOOTSTRAP_OPTIONS, NAN, BaseBenchmark, metric_ci, metric_value, score_or_nan
 from evalnb.core.data import Where, read_json, read_jsonl, record_id, require, unique_ids
-from evalnb.core.errors import ConfigError, DataError
+from evalnb.core.chains import chained
+from evalnb.core.errors import ConfigError, DataError, NotYet
 from evalnb.stats.metrics import channel_mean, count_scored, macro_mean, mean, ratio, share_scored, stratum_mean
 from evalnb.core.replies import JudgeReplyError, as_number, field_of, interpreter, json_objects, reply_of
 from evalnb.core.run_config import EndpointConfig, RunConfig
+from evalnb.stats.arena import WIN_SCORE, Battle, battles_against, bradley_terry, consistency, contestant_label, read_verdict, win_rate
 from evalnb.stats.intervals import N_BOOT, cell_mean
 from evalnb.core.types import (Call, ChatRequest, Completion, Fact, ItemEvidence, ItemResults, JudgeStatus, Metric,
-                               Passage, Prepared, Record, RunScores, Status, Table, Usage, answer_fields)
+                               Passage, Prepared, Record, RunScores, Status, Table, Turn, Usage,
+                               answer_fields)
 
 if TYPE_CHECKING:
     from evalnb.views.figures import ReportFigure as ReportFigure
@@ -38,7 +41,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("Benchmark", "BaseBenchmark", "Task", "RunConfig", "EndpointConfig", "BOOTSTRAP_OPTIONS")),
     ("Calls and records",
      "Each stage's work is a list of `Call`s; each finished call is one `Record` in the stage's store.",
-     ("Call", "Prepared", "ChatRequest", "Completion", "Usage", "Record", "Status", "JudgeStatus", "answer_fields")),
+     ("Call", "Prepared", "ChatRequest", "Turn", "chained", "NotYet", "Completion", "Usage", "Record", "Status",
+      "JudgeStatus", "answer_fields")),
     ("Judge replies",
      "A judge's reply becomes a verdict or a resumable judge failure, never a zero.",
      ("interpreter", "JudgeReplyError", "json_objects", "field_of", "as_number", "reply_of")),
@@ -48,6 +52,13 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("Metric", "ItemResults", "mean", "stratum_mean", "macro_mean", "share_scored", "count_scored",
       "channel_mean", "ratio", "cell_mean", "N_BOOT", "NAN", "score_or_nan", "metric_value", "metric_ci",
       "RunScores")),
+    ("Pairwise judging",
+     "A judge comparing the contestant's answer with a baseline's in both orders (`[[A>>B]]` ... `[[B>>A]]`): "
+     "the verdict read, each game from the contestant's side, the two orders' consistency, the win rate with "
+     "its cluster bootstrap interval, and Bradley-Terry scores with intervals and ranks "
+     "([a worked example](#pairwise-judging-against-a-baseline) above).",
+     ("read_verdict", "contestant_label", "WIN_SCORE", "consistency", "win_rate", "Battle", "battles_against",
+      "bradley_terry")),
     ("Evidence",
      "What a reviewer reads for one item, in the report and tasks.html.",
      ("ItemEvidence", "Fact", "Passage", "Table")),
@@ -71,6 +82,8 @@ DATA_DOCS = {
                  "its label and its scores.json.",
     "BOOTSTRAP_OPTIONS": "`{'n_boot': 10000, 'seed': 0}`: the bootstrap's options, to spread into a benchmark's "
                          "`OPTIONS`; `BaseBenchmark.check_bootstrap` checks them and `with_metrics` uses them.",
+    "WIN_SCORE": "`{'A>>B': 1.0, 'A>B': 1.0, 'A=B': 0.5, 'B>A': 0.0, 'B>>A': 0.0}`: a game's score for answer A, "
+                 "strong or not (a win rate counts each game once; `bradley_terry` weighs strong verdicts).",
     "N_BOOT": "`10000`: the default number of bootstrap replicates.",
     "NAN": "`math.nan`: a cell of `ItemResults.values` (or of a channel) with no value of its own (not yet "
            "scored, or nothing to score). NaN never means zero: say 0.0 for a zero.",
@@ -96,9 +109,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["Benchmark", "BaseBenchmark", "Task", "RunConfig", "EndpointConfig", "BOOTSTRAP_OPTIONS",
-           "Call", "Prepared", "ChatRequest", "Completion", "Usage", "Record", "Status", "JudgeStatus",
+           "Call", "Prepared", "ChatRequest", "Turn", "chained", "NotYet", "Completion", "Usage", "Record", "Status", "JudgeStatus",
            "answer_fields", "interpreter", "JudgeReplyError", "json_objects", "field_of", "as_number", "reply_of",
            "Metric", "ItemResults", "mean", "stratum_mean", "macro_mean", "share_scored", "count_scored",
            "channel_mean", "ratio", "cell_mean", "N_BOOT", "NAN", "score_or_nan", "metric_value", "metric_ci",
-           "RunScores", "ItemEvidence", "Fact", "Passage", "Table", "read_jsonl", "read_json", "Where", "require",
+           "RunScores", "read_verdict", "contestant_label", "WIN_SCORE", "consistency", "win_rate", "Battle", "battles_against",
+           "bradley_terry", "ItemEvidence", "Fact", "Passage", "Table", "read_jsonl", "read_json", "Where", "require",
            "record_id", "unique_ids", "ConfigError", "DataError", "new_figure", "ReportFigure"]

@@ -131,19 +131,21 @@ def check_known_keys(params: Mapping[str, Any], known: Iterable[str], source: st
     checked before anything else, so a misspelt key is called that (with the closest known
     key), not a key value or a type error. Unknown keys are named, their values never shown."""
     known = set(known)
-    unknown = sorted(set(params) - known, key=str)
-    if unknown:
-        raise ConfigError(f"{source}: unknown parameter(s) {unknown_keys(unknown, known)}")
+    problems = []   # every unknown key of the file at once, one line each: one edit fixes them all
+    if unknown := sorted(set(params) - known, key=str):
+        problems.append(f"unknown parameter(s) {unknown_keys(unknown, known)}")
     judges = params.get("judges")
     endpoints = [("model", params.get("model")),
                  *((f"judges[{i}]", j) for i, j in enumerate(judges if isinstance(judges, list) else []))]
     for role, raw in endpoints:
         if isinstance(raw, Mapping) and (unknown := sorted(set(raw) - ENDPOINT_KEYS, key=str)):
-            raise ConfigError(f"{source}: {role}: unknown key(s) {unknown_keys(unknown, ENDPOINT_KEYS)}; "
-                              f"known: {', '.join(sorted(ENDPOINT_KEYS))}")
+            problems.append(f"{role}: unknown key(s) {unknown_keys(unknown, ENDPOINT_KEYS)}; "
+                            f"known: {', '.join(sorted(ENDPOINT_KEYS))}")
     retry, retry_keys = params.get("retry"), {f.name for f in fields(RetryPolicy)}
     if isinstance(retry, Mapping) and (unknown := sorted(set(retry) - retry_keys, key=str)):
-        raise ConfigError(f"{source}: retry: unknown key(s) {unknown_keys(unknown, retry_keys)}")
+        problems.append(f"retry: unknown key(s) {unknown_keys(unknown, retry_keys)}")
+    if problems:
+        raise ConfigError("\n".join(f"{source}: {problem}" for problem in problems))
 
 
 def plain_json(value: Any, key: str, source: str) -> Any:
@@ -279,7 +281,7 @@ def check_batch(mode: Any, options: Any, provider: str, where: str) -> None:
 
 
 def check_budget(raw: Any, source: str) -> dict[str, Any] | None:
-    """``budget: {max_cost_usd: N}`` (reading 27); ``suite: {name, max_cost_usd, ledger}`` is what
+    """``budget: {max_cost_usd: N}``; ``suite: {name, max_cost_usd, ledger}`` is what
     ``evalnb suite`` adds for its ceiling over all its runs (evalnb.app.suite.command)."""
     if raw is None:
         return None

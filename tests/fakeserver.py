@@ -587,7 +587,7 @@ def _wrong_shape(api: str, model: str, n: int, prompt_tokens: int, null: bool) -
 
 
 # --------------------------------------------------------------------------
-# Endpoint refusals (reading 30): a key, a model, an account
+# Endpoint refusals: a key, a model, an account
 # --------------------------------------------------------------------------
 
 ENDPOINT_ERROR_KINDS = ("401", "403", "404", "402", "quota")

@@ -1,4 +1,4 @@
-"""The public benchmark API (issue 29): evalnb.api, its generated reference page, named
+"""The public benchmark API: evalnb.api, its generated reference page, named
 per-item channels reaching a ratio metric and its interval (and its form, for the
 statistics), the record rule a benchmark's records follow, and mypy --strict on the examples.
 
@@ -118,14 +118,15 @@ def test_the_record_rule(record: dict, completion: bool, problem: str | None) ->
 
 # --- mypy --strict on the examples, as docs/architecture.md tells a benchmark's author to run it ------------
 
-EXAMPLES = {"exact_qa": ("exact_qa_bench", "ExactQA"), "judge_qa": ("judge_qa_bench", "JudgeQA")}
+EXAMPLES = {"exact_qa": ("exact_qa_bench", "ExactQA"), "judge_qa": ("judge_qa_bench", "JudgeQA"),
+            "two_turn": ("two_turn_bench", "TwoTurn"), "pairwise_qa": ("pairwise_qa_bench", "PairwiseQA")}
 # The documented command: strict, but a dependency without type information (pandas) is not an
 # error. evalnb itself must be found and typed (py.typed): a missing evalnb stays an error.
 MYPY_STRICT = ["-m", "mypy", "--strict", "--disable-error-code=import-untyped", "--no-incremental"]
 
 
 def mypy_examples(python: Path, folder: Path, env: dict[str, str]) -> None:
-    """Both examples, copied to ``folder`` (away from any checkout), each with the docs'
+    """The examples, copied to ``folder`` (away from any checkout), each with the docs'
     conformance line, checked by ``python``'s mypy against the evalnb ``python`` imports."""
     files = []
     for name, (package, cls) in EXAMPLES.items():

@@ -1,4 +1,4 @@
-"""Batch mode (issue 13) through the real SDKs against the local batch APIs (tests/fakebatch.py).
+"""Batch mode through the real SDKs against the local batch APIs (tests/fakebatch.py).
 
 Expected numbers come from live runs on the same scripted replies, or from the fake server's
 own token counts; batch states move on retrieves, never on time.
@@ -394,7 +394,7 @@ def scripted(failures: dict[str, Any]) -> Any:
 
 REPLY_KINDS = {"wt-sample-01": Refusal(), "wt-sample-02": Empty(), "wt-sample-03": Text(" \n"),
                "wt-sample-04": Error(400, "the request is invalid"), "wt-sample-05": Text("cut short", finish="length"),
-               # (a 404 is the endpoint's, not the item's: reading 30, tests/test_endpoint_failures.py)
+               # (a 404 is the endpoint's, not the item's, tests/test_endpoint_failures.py)
                "wt-sample-06": Error(400, "Unsupported parameter: 'stop'")}
 
 

@@ -1,4 +1,4 @@
-"""Reading 30 in batch mode: one notion of "this endpoint has stopped" for the whole stage,
+"""Endpoint failures in batch mode: one notion of "this endpoint has stopped" for the whole stage,
 shared by its batches and its live calls (an endpoint's resends with ``batch: {resend: live}``,
 its requests too large for a batch).
 

@@ -1,8 +1,8 @@
-"""Issue 20 / reading 27: the spending ceiling, through the real SDK against the local server.
+"""The spending ceiling, through the real SDK against the local server.
 
 Expected spend is computed here from what the server saw and reported (its request bodies and
 the usage in the replies it sent), at the prices of the parameters; upper bounds from the
-request texts by the spec's figures (3.3 characters a token, 1.5 for CJK text) and the
+request texts by the protocol's figures (3.3 characters a token, 1.5 for CJK text) and the
 ``max_tokens`` each request carried.
 """
 
@@ -188,6 +188,17 @@ def test_a_killed_run_remembers_its_spend_exits_2_then_0_when_raised(
                                    start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         store = run_dir / "generate.jsonl"
         wait_for(lambda: store.exists() and len(store.read_text().splitlines()) >= 4 and server.count() >= 6, 120)
+
+        def reserved_reached_the_server() -> bool:
+            # A call is reserved in spend.json before it is sent: kill only once every reserved
+            # call has reached the server, so that what was in flight is what the server saw.
+            try:
+                holds = json.loads((run_dir / "spend.json").read_text()).get("held", {}).values()
+            except (OSError, ValueError):
+                return False
+            held = sum(h["usd"] for h in holds if h["run"] == str(run_dir))
+            return bool(math.isclose(held, sum(map(upper_bound, list(server.requests)[4:])), rel_tol=1e-9))
+        wait_for(reserved_reached_the_server, 60)
         import os
         os.killpg(process.pid, signal.SIGKILL)   # the command, papermill and the kernel at once
         process.wait()

@@ -1,4 +1,4 @@
-"""Readings 1-4: caps in characters, CJK detection, exact-name lookup, no truncation."""
+"""Caps in characters, CJK detection, exact-name lookup, no truncation."""
 
 import pytest
 

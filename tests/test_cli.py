@@ -90,7 +90,7 @@ def test_estimate_fits_100_columns_says_free_for_offline_and_no_price_for_unpric
     params.write_text(json.dumps(openai_params(tmp_path, "http://127.0.0.1:9")))
     assert main(["estimate", str(params), "--wide"]) == 0
     wide = capsys.readouterr().out
-    assert "no price" in wide and "max_total_cost_batch_usd" in wide and "free" not in wide
+    assert "no price" in wide and "batch cost (max)" in wide and "free" not in wide
 
 
 def test_estimate_with_limit_and_items_counts_only_those_items(tmp_path: Path,

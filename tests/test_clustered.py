@@ -1,5 +1,4 @@
-"""Standard errors with clusters, the cluster bootstrap, paired differences, Holm, ranks and power
-(issue 28), each against an independent computation: statsmodels (cluster-robust OLS,
+"""Standard errors with clusters, the cluster bootstrap, paired differences, Holm, ranks and power, each against an independent computation: statsmodels (cluster-robust OLS,
 multipletests), scipy (bootstrap, pearsonr, rankdata-free brute force), closed forms, and a seeded
 coverage simulation on clustered data with a known mean."""
 

@@ -229,7 +229,7 @@ def test_agreement_statistics_on_a_hand_made_panel(tmp_path: Path) -> None:
     top = evalnb.disagreements(cmp).reset_index()
     assert list(top["item"][:2]) == ["t2", "t4"]             # spreads 0.5, 0.4, then 0.2, 0.2
     assert list(top["spread"][:2]) == pytest.approx([0.5, 0.4])
-    # Issue 27: where to find the evidence, relative to the compare's own folder (no machine path).
+    # where to find the evidence, relative to the compare's own folder (no machine path).
     record, _, item = top["record"].iloc[0].partition("#")
     assert not Path(record).is_absolute() and (cmp.out / record).resolve() == (run / "scores.json").resolve()
     assert item == "t2" and (top["spread"] > 0).all()

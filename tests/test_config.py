@@ -27,7 +27,7 @@ def test_secret_shaped_parameters_are_found(params: dict, where: str) -> None:
 def test_ordinary_parameters_are_not_secrets() -> None:
     assert find_secrets({"model": {"api_key_env": "OPENAI_API_KEY", "token_param": "max_tokens",
                                    "max_tokens": 5, "api_key": None}}) == []
-    # Names that only contain a credential's word are read by their values (issue 25).
+    # Names that only contain a credential's word are read by their values.
     assert find_secrets({"max_token": 64, "judge_max_tokens": 5, "sort_key": "id", "openai_secret": "x"}) == []
 
 
@@ -79,7 +79,7 @@ def test_open_run_refuses_a_key_in_parameters(tmp_path: Path) -> None:
 
 
 def test_set_indexes_lists() -> None:
-    """Issue 29: `--set judges.0.base_url=...` and `--set judges.2={...}`."""
+    """`--set judges.0.base_url=...` and `--set judges.2={...}`."""
     params = {"judges": [{"name": "a", "base_url": "x"}, {"name": "b"}, {"name": "c"}], "model": {"name": "m"}}
     out = apply_sets(params, ["judges.0.base_url=http://h:1/v1", "judges.2={provider: offline, name: d}",
                               "judges.1.caps.en=5"])

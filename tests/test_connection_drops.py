@@ -1,4 +1,4 @@
-"""Reading 30's other side: a connection that was made and then lost reached the provider.
+"""The other side of endpoint failures: a connection that was made and then lost reached the provider.
 
 A raw TCP server on 127.0.0.1 reads each request whole and then resets the connection (RST)
 or closes it (FIN) before any response. Through the real SDKs: the failure is transient,

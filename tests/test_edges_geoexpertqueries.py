@@ -1,5 +1,4 @@
-"""GeoExpertQueries at the edges (issue 10): prompt files missing their placeholders
-(reading 24), and rating dates written as plain YAML dates (reading 16)."""
+"""GeoExpertQueries at the edges: prompt files missing their placeholders, and rating dates written as plain YAML dates."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ def params_file(tmp_path: Path, extra: str) -> Path:
     return path
 
 
-# --- reading 24: the prompt file must hold the placeholders its variant needs ------------------
+# --- the prompt file must hold the placeholders its variant needs ------------------
 
 @pytest.mark.parametrize("variant, text, missing", [
     ("tool_agnostic", "Rate the answer from 0 to 2.\n", ["{query}", "{trajectory}"]),
@@ -34,7 +33,7 @@ def params_file(tmp_path: Path, extra: str) -> Path:
     ("workflow", "QUERY: {query}\nTRACE: {trajectory}\n", ["{tools}"]),
     ("workflow", "TOOLS: {tools}\n", ["{query}", "{trajectory}"]),
 ])
-def test_reading_24_prompt_file_without_its_placeholders_is_refused(tmp_path: Path, variant: str, text: str,
+def test_prompt_file_without_its_placeholders_is_refused(tmp_path: Path, variant: str, text: str,
                                                                     missing: list[str]) -> None:
     prompt = tmp_path / "official_prompt.txt"
     prompt.write_text(text)
@@ -48,7 +47,7 @@ def test_reading_24_prompt_file_without_its_placeholders_is_refused(tmp_path: Pa
     assert not (tmp_path / "out").exists()
 
 
-def test_reading_24_a_complete_prompt_file_fills_once(server: FakeLLMServer, tmp_path: Path) -> None:
+def test_a_complete_prompt_file_fills_once(server: FakeLLMServer, tmp_path: Path) -> None:
     server.responder = lambda r: Text('{"rating": 2}')
     prompt = tmp_path / "official_prompt.txt"
     prompt.write_text("Tools:\n{tools}\nQ: {query}\nT: {trajectory}\nCurrent date {date}\n")
@@ -69,7 +68,7 @@ def test_reading_24_a_complete_prompt_file_fills_once(server: FakeLLMServer, tmp
     assert {r.prompt for r in server.requests} == expected
 
 
-def test_reading_24_shipped_prompt_files_hold_what_their_variant_needs() -> None:
+def test_shipped_prompt_files_hold_what_their_variant_needs() -> None:
     # Written out by hand from the README, not read from the module.
     needs = {"tool_agnostic": {"{query}", "{trajectory}", "{reference}"},
              "workflow": {"{query}", "{trajectory}", "{reference}", "{tools}"}}

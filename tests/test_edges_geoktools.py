@@ -1,4 +1,4 @@
-"""GeoKTools at the edges (issue 10): readings 21-23, numeric strings on each side, and
+"""GeoKTools at the edges, numeric strings on each side, and
 repeats that must come from agent runs. Expected scores are worked out by hand in comments."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tests.fakeserver import FakeLLMServer, Text
 from tests.test_geoktools import params, run_all, write_cases
 
 
-# --- reading 21: JSON booleans are not numbers -------------------------------------------------
+# --- JSON booleans are not numbers -------------------------------------------------------------
 
 @pytest.mark.parametrize("response, golden, expected", [
     ("[true]", "[1]", False),                  # Python says True == 1; JSON does not
@@ -31,7 +31,7 @@ from tests.test_geoktools import params, run_all, write_cases
     ("[ true ]", "[true]", True),              # JSON-equal, not string-equal
     ("[1.0]", "[1]", True),                    # numbers still compare by value
 ])
-def test_reading_21_exact_match_keeps_booleans_apart(response: str, golden: str, expected: bool) -> None:
+def test_exact_match_keeps_booleans_apart(response: str, golden: str, expected: bool) -> None:
     assert exact_match(response, golden) is expected
 
 
@@ -44,31 +44,31 @@ def test_reading_21_exact_match_keeps_booleans_apart(response: str, golden: str,
     ("[true, 5.2]", "[true, 5]", 1.0),   # [1, e = 0.04 -> 1]
     ("[false, 5]", "[true, 5]", 0.5),
 ])
-def test_reading_21_deterministic_scorer_keeps_booleans_apart(response: str, golden: str, score: float) -> None:
+def test_deterministic_scorer_keeps_booleans_apart(response: str, golden: str, score: float) -> None:
     assert deterministic_score(response, golden)[0] == pytest.approx(score)
 
 
-def test_reading_21_through_the_pipeline(tmp_path: Path) -> None:
+def test_booleans_through_the_pipeline(tmp_path: Path) -> None:
     scores = run_all(write_cases(tmp_path, [("a", 1, "[1]", "[true]"), ("b", 1, "[true]", "[true]")]))
     rows = {t["case_id"]: t for t in scores["tasks"]}
     assert (rows["a"]["method"], rows["a"]["score"]) == ("deterministic", 0.0)
     assert (rows["b"]["method"], rows["b"]["score"]) == ("exact", 1.0)
 
 
-# --- reading 22: golden answers must be lists; missing responses score 0 -----------------------
+# --- golden answers must be lists; ----------- missing responses score 0 -----------------------
 
 @pytest.mark.parametrize("golden", [
     '{"answer": [1]}', '"Nile"', "42", "Nile", "[1, 2", "The answer is [1]", "[1] [2]",
     "[NaN]", "[Infinity]", "[1e400]", "[" + "9" * 400 + "]",
 ])
-def test_reading_22_golden_that_is_not_a_json_list_is_a_data_error(tmp_path: Path, golden: str) -> None:
+def test_golden_that_is_not_a_json_list_is_a_data_error(tmp_path: Path, golden: str) -> None:
     p = write_cases(tmp_path, [("a", 1, "[1]", "[1]"), ("b", 2, golden, "[1]")])
     with pytest.raises(DataError, match=r"cases\.json, task 'b', field 'golden_answer_raw': "):
         evalnb.open_run(p)
     assert not Path(p["output_dir"]).exists()
 
 
-def test_reading_22_null_or_absent_response_scores_zero(tmp_path: Path) -> None:
+def test_null_or_absent_response_scores_zero(tmp_path: Path) -> None:
     p = write_cases(tmp_path, [("a", 1, "[1]", "[1]"), ("b", 1, "[2]", "x"), ("c", 2, "[3]", "x")])
     (tmp_path / "pred.jsonl").write_text('{"id": "a", "response": "[1]"}\n'
                                          '{"id": "b", "response": null}\n'
@@ -194,14 +194,14 @@ def test_model_answers_each_query_once_per_repeat(server: FakeLLMServer, tmp_pat
     assert scores["overall"] == pytest.approx(0.75)   # a: 1 each run; b: [1] vs [2], e = 0.5 -> 0.5
 
 
-# --- reading 23: golden strings ROUGE-L cannot see --------------------------------------------------
+# --- golden strings ROUGE-L cannot see --------------------------------------------------------------
 
 def hand_blind(text: str) -> bool:
     """rouge-score's DefaultTokenizer, restated: lower-case, then runs of [a-z0-9]."""
     return not re.findall(r"[a-z0-9]+", text.lower())
 
 
-def test_reading_23_rouge_blind_golden_strings_are_listed(tmp_path: Path) -> None:
+def test_rouge_blind_golden_strings_are_listed(tmp_path: Path) -> None:
     goldens = {"a": '["北京", "Zürich", 5]', "b": '["Ελλάδα", "—", "São Paulo"]', "c": '["Nile"]'}
     p = write_cases(tmp_path, [("a", 1, goldens["a"], '["北京", "Zürich", 5.1]'),
                                ("b", 2, goldens["b"], goldens["b"]), ("c", 3, goldens["c"], '["Nile"]')])

@@ -1,4 +1,4 @@
-"""Configuration errors at the edges (issue 10): each names the parameters file and the key,
+"""Configuration errors at the edges: each names the parameters file and the key,
 an unknown key suggests the closest valid one, and nothing is written first."""
 
 from __future__ import annotations

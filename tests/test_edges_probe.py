@@ -1,4 +1,4 @@
-"""probe-window at the edges (issue 10): the filler is exactly the length asked for, so the
+"""probe-window at the edges: the filler is exactly the length asked for, so the
 length the probe records is the length it sent and proved."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def test_filler_is_exactly_the_requested_length(kind: str) -> None:
 
 
 def test_filler_kind_is_what_the_caps_rule_sees() -> None:
-    # Reading 3 by hand: more than 20 ideographs in the first 4000 characters selects the cjk cap.
+    # CJK detection by hand: more than 20 ideographs in the first 4000 characters selects the cjk cap.
     def ideographs(text: str) -> int:
         return sum("\u4e00" <= c <= "\u9fff" for c in text[:4000])
     for corpus in (None, SAMPLE / "corpus"):   # built-in prose, and the sample's own documents
@@ -68,7 +68,7 @@ def test_recorded_window_is_what_was_sent_and_accepted(tmp_path: Path, monkeypat
     assert probe.caps_entry(results) == {"en": limit, "cjk": limit // 3}
 
 
-# --- issue 30: a probe on real text ------------------------------------------------------------------
+# --- a probe on real text -------------------------------------------------------------------------
 
 def test_the_probe_documents_are_the_corpus_own_longest_documents() -> None:
     from evalnb.pipeline.probe_text import probe_texts

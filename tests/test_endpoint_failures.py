@@ -1,4 +1,4 @@
-"""Reading 30: an endpoint that refuses for reasons of its own has not answered, and a request
+"""An endpoint that refuses for reasons of its own has not answered, and a request
 that never reached the provider is transient and not billed.
 
 Through the real SDKs against tests/fakeserver.py, which answers each refusal in its API's own

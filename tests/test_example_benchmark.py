@@ -1,4 +1,4 @@
-"""A benchmark of your own without a fork (issue 19): ``examples/exact_qa`` selected by an
+"""A benchmark of your own without a fork: ``examples/exact_qa`` selected by an
 import path and by an ``evalnb.benchmarks`` entry point, end to end through ``evalnb run``
 (its four stage notebooks, scores.json, tasks.html in a browser), a resume and ``evalnb
 compare``; and the resolution rules of ``evalnb.benchmarks.benchmark_for`` with their

@@ -1,5 +1,5 @@
 """A stage that fails says its innermost cause in its one line, through exception groups
-(issue 25: `judge stage failed: CellExecutionError:` with an empty cause, the KeyError inside a
+(it once said `judge stage failed: CellExecutionError:` with an empty cause, the KeyError inside a
 TaskGroup's ExceptionGroup)."""
 
 from __future__ import annotations

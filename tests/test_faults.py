@@ -1,5 +1,5 @@
 """Every fault the fake server can inject, against every provider, through the real SDKs and
-the one retry policy (spec README readings 5, 6, 18 and 19).
+the one retry policy.
 
 A fault followed by a good answer must end in the good answer after exactly two attempts
 (the server saw two requests), never in ``empty``. With no retries left the fault is a
@@ -100,12 +100,12 @@ def test_fault_with_no_retry_left_is_transient(server: FakeLLMServer, sdk: str, 
         shown = [name for name, value in sent.items() if value is not None]
         assert shown and all(f'"{name}"' in result.error.message for name in shown), result.error.message
         return
-    # Reading 18: the start of the raw body is kept for the reader.
+    # the start of the raw body is kept for the reader.
     start = server.requests[0].response[:20].decode("utf-8")
     assert quotes(result.error.message, start), f"no {start!r} in {result.error.message!r}"
 
 
-# --- retry hints (reading 19) --------------------------------------------------------------------
+# --- retry hints --------------------------------------------------------------------
 
 def hinted(form: str, seconds: float) -> Error:
     if form == "retry-after":

@@ -1,5 +1,5 @@
 """Each thing a run's fingerprint holds is fingerprinted in one place, and a refused resume
-names it once (reading 11, issue 29): the retry policy, the judge panel, the prompt texts and
+names it once: the retry policy, the judge panel, the prompt texts and
 the task set are the shared part's, whatever the benchmark; the built-in benchmarks' own parts
 hold the rest. A run recorded before (the benchmarks then kept their own ``retry`` and
 ``tasks`` parts, WildTrace its ``judge_panel`` and ``prompts`` too, GeoKTools and

@@ -1,5 +1,5 @@
 """GeoExpertQueries: trace reading and conversion, condensation, the two prompt variants with
-the date header (reading 16), three rated runs mapped through the likert file (reading 17)."""
+the date header, three rated runs mapped through the likert file."""
 
 from __future__ import annotations
 

@@ -212,7 +212,7 @@ def test_compare_leaderboard_by_k_with_intervals(tmp_path: Path) -> None:
     second["data"] = first["data"]
     run_all(second)
     table = leaderboard(open_compare([first["output_dir"], second["output_dir"]], tmp_path / "cmp"))
-    # Scored from files: each named by its predictions file (issue 27), not by a run name they share.
+    # Scored from files: each named by its predictions file, not by a run name they share.
     assert list(table.index) == ["pred.jsonl [offline]", "predictions.jsonl [offline]"]
     assert table["overall"].iloc[0] == 1.0
     worse = table.iloc[1]

@@ -1,4 +1,4 @@
-"""Reading 29: WildTrace answers produced elsewhere (``responses: FILE``) graded like generated ones."""
+"""WildTrace answers produced elsewhere (``responses: FILE``) graded like generated ones."""
 
 from __future__ import annotations
 

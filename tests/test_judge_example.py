@@ -1,5 +1,5 @@
-"""The judge-graded example ``examples/judge_qa`` (issue 29) against the fake server, and what
-the shared layer does for any plug-in (issues 25 and 29): a record a benchmark returns that
+"""The judge-graded example ``examples/judge_qa`` against the fake server, and what
+the shared layer does for any plug-in: a record a benchmark returns that
 breaks the record rule fails its own call and is never stored; a store's unreadable lines
 are reported, not crashed on; the fingerprint holds the panel whatever the plug-in returns.
 

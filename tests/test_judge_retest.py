@@ -89,6 +89,9 @@ def test_retest_recovers_the_judges_noise_and_leaves_the_protocol_alone(server: 
     table = judge_retest_table(run)
     assert table is not None and "panel (item score)" in table.index
     check_estimates(table, ["retest_sd", "noise_share"])   # as the report shows it: one cell per estimate
+    # few answers: the interval is labelled approximate, in scores.json and the table
+    assert all(j["note"] == f"approximate interval: {answered} answers (under 200)" for j in section["judges"].values())
+    assert table.loc["judge1 judge-1", "note"] == f"approximate interval: {answered} answers (under 200)"
     # the study's spend is the run's: its own row in the usage
     assert scores["usage"]["judge_retest"]["judge-1"]["calls"] == answered * 6
 

@@ -197,5 +197,7 @@ def test_a_runs_judge_statistics_in_scores_json_and_the_report(tmp_path: Path) -
     first = section["length"]["judge1 rubric-overlap"]["spearman_rho"]["value"]
     assert first == pytest.approx(scipy_stats.spearmanr(verdicts[:, 0], [lengths[t["task_id"]] for t in rows]).statistic)
     assert list(run_reliability(run).index.get_level_values("judge")) == ["panel", *section["offsets"]]
+    assert section["alpha"]["note"].startswith("approximate interval: ")   # a sample run: under 100 units
+    assert run_reliability(run).loc[("Krippendorff's alpha (interval)", "panel"), "note"] == section["alpha"]["note"]
     assert len(run_length_bias(run)) == 3
     assert "judge_retest" not in scores   # no study asked for

@@ -1,4 +1,4 @@
-"""Readings 8 and 9: judge reply parsing, normalisation with a recorded clamp, panel mean."""
+"""Judge reply parsing, normalisation with a recorded clamp, panel mean."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""One kernel per `evalnb run` (issue 14): started once, reset to a new kernel's state before
+"""One kernel per `evalnb run`: started once, reset to a new kernel's state before
 each stage, so that each executed notebook is still a record that stands alone."""
 
 from __future__ import annotations

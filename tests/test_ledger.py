@@ -1,4 +1,4 @@
-"""Issue 20: one quota ledger per endpoint, shared by every evalnb process of the user."""
+"""One quota ledger per endpoint, shared by every evalnb process of the user."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A real model behind a real server (issue 30): llama-cpp-python's OpenAI-compatible server
+"""A real model behind a real server: llama-cpp-python's OpenAI-compatible server
 with the small base Gemma 3 270M GGUF, started by ``.ci/local_model`` (CI runs it after
 ``make test``; see docs/local-model.md).
 

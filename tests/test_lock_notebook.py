@@ -1,4 +1,4 @@
-"""Issue 18: the run lock guards making calls and writing, not a kernel's life.
+"""The run lock guards making calls and writing, not a kernel's life.
 
 Two Jupyter kernels on one run directory, as two JupyterLab tabs would be: between stage
 calls the directory is free, so the second tab's stages run; while the first tab's ``judge``

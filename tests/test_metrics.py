@@ -147,7 +147,7 @@ def test_wildtrace_scored_and_all_intervals(tmp_path: Path) -> None:
     assert scores["metrics"]["scored_n"] == {"label": "tasks scored", "headline": False,
                                              "value": float(np.sum(~np.isnan(values))), "ci": None,
                                              "n": int(np.sum(~np.isnan(values)))}
-    # Issue 27: each estimate's n is the items it rests on (Scored: the scored tasks; All: every task).
+    # each estimate's n is the items it rests on (Scored: the scored tasks; All: every task).
     scored_items = int(np.sum(~np.isnan(values)))
     assert (scores["metrics"]["scored"]["n"], scores["metrics"]["all_tasks"]["n"]) == (scored_items, len(rows))
     assert scores["metrics"]["coverage"]["n"] == len(rows) and scored_items < len(rows)

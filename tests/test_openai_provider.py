@@ -1,7 +1,7 @@
 """The OpenAI-compatible provider: the real ``openai`` SDK against the local server.
 
-Covers spec §2 request settings, reading 5 (statuses) and reading 6 (one retry policy,
-SDK retries off: the server sees exactly the attempts the runner counted).
+Covers the WildTrace protocol's §2 request settings, the response statuses and the one retry
+policy (SDK retries off: the server sees exactly the attempts the runner counted).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def test_statuses_and_attempts(server: FakeLLMServer, tmp_path: Path) -> None:
         "wt-sample-04": [Error(500, "boom")] * 6 + [Text("never reached")],
         "wt-sample-05": [Error(503), Error(429, retry_after=0.05), Text("fine at last")],
         "wt-sample-06": [Text("   \n")],
-        # (insufficient_quota is the endpoint's, not the item's: reading 30, tests/test_endpoint_failures.py)
+        # (insufficient_quota is the endpoint's, not the item's, tests/test_endpoint_failures.py)
         "wt-sample-07": [Error(413, "request too large")],
     })
     run = run_stages(openai_params(tmp_path, server.url), "generate")

@@ -1,7 +1,7 @@
 """The judge-panel views of compare on a benchmark of one's own whose headline metric reads
-named channels (issue 29): leave-one-judge-out and panel change compute it as every view does
+named channels: leave-one-judge-out and panel change compute it as every view does
 (channels included), and panel change's intervals resample the benchmark's clusters (documents)
-within its strata (reading 31). Every number is checked against numpy written here, the
+within its strata. Every number is checked against numpy written here, the
 intervals against a cluster bootstrap written from scratch on the same random stream.
 
 The benchmark (``Graded``, selected by its import path as a lab's would be) has three judges;
@@ -245,6 +245,11 @@ def test_panel_change_values_and_cluster_bootstrap_against_numpy(tmp_path: Path,
         assert (row.shift_low, row.shift_high) == pytest.approx((low, high), abs=1e-9)
         assert row.n == len(docs)
         assert row.n_clusters == (13 if clustered else len(docs))
+        # under 30 clusters the intervals are labelled approximate (docs/statistics.md, small samples)
+        if clustered:
+            assert row.note == "approximate intervals: 13 documents (under 30)"
+        else:
+            assert "note" not in table   # 42 questions, each its own cluster
     tau = scipy_stats.kendalltau([weighted(va[n]) for n in models], [weighted(vb[n]) for n in models]).statistic
     assert table.kendall_tau.iloc[0] == pytest.approx(tau)
     tau_reps = [scipy_stats.kendalltau(a, b).statistic for a, b in zip(reps_a, reps_b)]

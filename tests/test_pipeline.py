@@ -1,4 +1,4 @@
-"""Readings 5, 9, 10 and 11 end to end: aggregation, resumable failures, exit 2, fingerprints."""
+"""WildTrace end to end: aggregation, resumable failures, exit 2, fingerprints."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def test_judge_failure_exits_2_then_rerun_completes_without_repeating(
     # the panel and the retry policy: the shared part's, named once (tests/test_fingerprint.py)
     (lambda p: p["judges"][1].update(name="judge-other"), ['judge_panel[judge2].name: "judge-2" -> "judge-other"']),
     (lambda p: p["model"].update(caps={"en": 60000, "cjk": 20000}), ["caps.en: 50000 -> 60000"]),
-    # reasoning: true is the spec's 32768-token budget for the contestant (spec section 2)
+    # reasoning: true is the protocol's 32768-token budget for the contestant (its §2)
     (lambda p: p["model"].update(reasoning=True), ["decoding.model.max_tokens: 8192 -> 32768"]),
     (lambda p: p["retry"].update(max_retries=2, base_delay=0.5), ["retry.max_retries: 5 -> 2",
                                                                   "retry.base_delay: 0.01 -> 0.5"]),

@@ -1,4 +1,4 @@
-"""Reading 7 and spec §1/§4: the exact prompt texts."""
+"""The exact prompt texts of the WildTrace protocol (§1, §4) and the judge prompt's truncations."""
 
 from evalnb.benchmarks.wildtrace import protocol as prompts
 from evalnb.benchmarks.wildtrace.tasks import RubricItem

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from evalnb.core.run_config import EndpointConfig
 from evalnb.providers import make_provider
+from evalnb.core.types import Turn
 from evalnb.providers.base import ChatRequest, Usage
 from evalnb.providers.retry import RetryPolicy, call_with_retries
 from tests.conftest import FAST_RETRY
@@ -53,7 +55,7 @@ def test_request_body(server: FakeLLMServer, sdk: str, temperature: float | None
     result = outcome(endpoint(sdk, server), ChatRequest("hello world", budget, temperature))
     assert result.completion.text == "ok"
     (request,) = server.requests
-    # stream: auto streams a budget above 16,384 (reading 25): the same body plus the streaming flag
+    # stream: auto streams a budget above 16,384: the same body plus the streaming flag
     assert request.streamed == (budget > 16384)
     body = {k: v for k, v in request.body.items() if k not in ("stream", "stream_options")}
     if sdk == "openai":
@@ -131,8 +133,8 @@ def test_timeouts_are_transient(server: FakeLLMServer, sdk: str) -> None:
 @pytest.mark.parametrize(("status", "kind"), [(400, "permanent"), (401, "endpoint"), (403, "endpoint"),
                                               (404, "endpoint"), (422, "permanent")])
 def test_client_errors_are_permanent_and_not_retried(server: FakeLLMServer, sdk: str, status: int, kind: str) -> None:
-    """The item's own 4xx is permanent; the endpoint's refusal of its own is apart (reading 30,
-    tests/test_endpoint_failures.py); neither is retried."""
+    """The item's own 4xx is permanent; the endpoint's refusal of its own is apart
+    (tests/test_endpoint_failures.py); neither is retried."""
     server.queue(Error(status, "no"))
     result = outcome(endpoint(sdk, server), ChatRequest("q", 10))
     assert result.error.kind == kind and result.error.status_code == status
@@ -173,6 +175,39 @@ def test_system_prompt_and_json_schema_use_each_sdks_field(server: FakeLLMServer
         assert config["responseMimeType"] == "application/json"
         assert config["responseJsonSchema"] == schema
         assert body["systemInstruction"]["parts"] == [{"text": "be strict"}]
+
+
+@pytest.mark.parametrize("sdk", SDKS)
+@pytest.mark.parametrize("budget", [64, 32768])   # live and streamed (a budget above 16,384 streams)
+def test_a_conversation_is_sent_as_the_sdks_own_message_list(server: FakeLLMServer, sdk: str, budget: int) -> None:
+    history = (Turn("user", "What is 2+2?"), Turn("assistant", "4."))
+    outcome(endpoint(sdk, server), ChatRequest("And times 3?", budget, None, system="be brief", history=history))
+    body = server.requests[0].body
+    if sdk == "openai":
+        assert body["messages"] == [{"role": "system", "content": "be brief"},
+                                    {"role": "user", "content": "What is 2+2?"},
+                                    {"role": "assistant", "content": "4."},
+                                    {"role": "user", "content": "And times 3?"}]
+    elif sdk == "anthropic":
+        assert body["system"] == "be brief"
+        assert body["messages"] == [{"role": "user", "content": "What is 2+2?"},
+                                    {"role": "assistant", "content": "4."},
+                                    {"role": "user", "content": "And times 3?"}]
+    else:
+        assert body["systemInstruction"]["parts"] == [{"text": "be brief"}]
+        assert body["contents"] == [{"role": "user", "parts": [{"text": "What is 2+2?"}]},
+                                    {"role": "model", "parts": [{"text": "4."}]},
+                                    {"role": "user", "parts": [{"text": "And times 3?"}]}]
+
+
+@pytest.mark.parametrize("history, problem", [
+    ((Turn("assistant", "hi"),), "history[0]: expected role 'user', got 'assistant'"),
+    ((Turn("user", "a"), Turn("user", "b")), "history[1]: expected role 'assistant', got 'user'"),
+    ((Turn("user", "a"),), "ends with a user turn"),
+])
+def test_a_history_that_no_api_accepts_is_refused_in_one_line(history, problem) -> None:
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        ChatRequest("q", 10, history=history)
 
 
 # --- the command provider -------------------------------------------------------------------

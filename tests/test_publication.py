@@ -1,4 +1,4 @@
-"""Issue 27: tables, figures and pages that go into a paper without editing, checked on the
+"""Tables, figures and pages that go into a paper without editing, checked on the
 session's one `evalnb demo` (tests/conftest.py::demo_outputs) and on small inputs."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import numpy as np
@@ -50,13 +51,16 @@ def machine_paths(text: str, demo: DemoOutputs) -> list[str]:
 def check_table(head: list[str], rows: list[list[str]], where: str) -> None:
     """The one style: no boolean, no bare integer index, every estimate in value [low, high]
     form with its n beside it."""
+    from evalnb.views.labels import snake_case
+
     cells = [c for row in rows for c in row]
     assert not {"True", "False"} & set(cells), where
+    assert not any(snake_case(h) for h in head), (where, head)   # the vocabulary's headers, never a code name
     assert head and head[0] != "index", where
     assert not (head[0] == "" and [r[0] for r in rows] == [str(i) for i in range(len(rows))]), where   # 0, 1, ...
     for i in range(len(head)):
         values = [r[i] for r in rows if i < len(r)]
-        if any(ESTIMATE.match(v) for v in values) and head[1:] == ["value"]:   # a measure / value list
+        if any(ESTIMATE.match(v) for v in values) and head[1:] == ["estimate"]:   # a measure / estimate list
             assert any(r[0].startswith("n") for r in rows), (where, rows)    # its n a row of its own
         elif any(ESTIMATE.match(v) for v in values):   # its n next to it: "n", or a count of clusters
             beside = [r[i + 1] for r in rows if i + 1 < len(r)]
@@ -81,9 +85,9 @@ def test_every_table_view_of_the_demo_is_in_the_one_style(demo_outputs: DemoOutp
                 check_table(head, rows, f"{page}: {head}")
     assert estimates >= len(RUNS) + 2   # each headline table, the leaderboard, the paired differences
     report = shown_html(demo_outputs.dir / "demo-wildtrace" / "04_report.ipynb")
-    [(head, rows)] = [t for p in report for t in tables_in(p) if "estimate [95% CI]" in t[0]]
+    [(head, rows)] = [t for p in report for t in tables_in(p) if t[0] == ["metric", "estimate [95% CI]", "n"]]
     by_metric = {r[0].split(":")[0]: r for r in rows}
-    # Scored rests on the 10 tasks scored (scored_n), All on all 12 (issue 27: it said 12 for both).
+    # Scored rests on the 10 tasks scored (scored_n), All on all 12 (it once said 12 for both).
     assert by_metric["Scored"][head.index("n")] == "10" and by_metric["All"][head.index("n")] == "12"
     assert by_metric["tasks scored"][head.index("estimate [95% CI]")] == "10"   # a count stays a count
     # The raw numbers stay in the CSV files, with named columns (no bare integer index).
@@ -104,7 +108,7 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
     tex = (tmp_path / "t.tex").read_text()
     assert tex == (compare / "paper" / "tables.tex").read_text()   # render wrote the same into paper/
     blocks = re.findall(r"\\begin\{table\}\[htbp\](.*?)\\end\{table\}", tex, re.S)
-    assert len(blocks) == 4 == tex.count("\\begin{table}")
+    assert len(blocks) == tex.count("\\begin{table}") >= 4   # every view the compare shows
     labels = []
     for block in blocks:
         assert "\\caption{" in block and "\\toprule" in block and "\\midrule" in block and "\\bottomrule" in block
@@ -115,17 +119,18 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
         for line in [ln for ln in body.strip().splitlines() if ln.strip()]:
             assert len(re.split(r"(?<!\\)&", line)) == len(spec.group(1)), line
     # the verdicts first; the paired differences on the common items after them, a sensitivity view
-    assert labels == ["tab:evalnb-leaderboard", "tab:evalnb-pairwise", "tab:evalnb-paired_differences",
-                      "tab:evalnb-judge_agreement"]
+    assert labels[:4] == ["tab:evalnb-leaderboard", "tab:evalnb-pairwise", "tab:evalnb-paired_differences",
+                          "tab:evalnb-judge_agreement"]
+    assert {"tab:evalnb-judge_reliability", "tab:evalnb-judge_means"} <= set(labels)
     assert "Sensitivity view, not a verdict" in blocks[2] and "resampling whole documents" in blocks[2]
-    # the pairwise verdicts (issue 28): each pair's difference and interval as compare.json holds them, its verdict
+    # the pairwise verdicts: each pair's difference and interval as compare.json holds them, its verdict
     from evalnb.views.estimates import estimate_text
     for pair in json.loads((compare / "compare.json").read_text())["tables"]["pairwise"]:
         assert estimate_text(pair["delta"], pair["ci_low"], pair["ci_high"]) in blocks[1]
         assert pair["verdict"].replace("_", "\\_") in blocks[1] and "Holm" in blocks[1]
     assert re.search(r"& 0\.551 \[0\.325, 0\.781\] & 12 &", tex)   # value [low, high], then n
     if shutil.which("pdflatex"):   # Debian's texlive-latex-base/-recommended (.ci/run installs them)
-        (tmp_path / "paper.tex").write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage{booktabs}"
+        (tmp_path / "paper.tex").write_text("\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage{booktabs,graphicx}"
                                             "\\begin{document}\\input{t.tex}\\end{document}\n")
         done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "paper.tex"],
                               cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -136,7 +141,9 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
     markdown = capsys.readouterr().out
     blocks = [[ln for ln in block.splitlines() if ln.startswith("|")] for block in markdown.split("\n\n")]
     blocks = [b for b in blocks if b]
-    assert len(blocks) == 2   # the headline table and the agreement of the run's three judges
+    # the headline table, the agreement of the run's three judges, then the judges' own tables it recorded
+    assert len(blocks) >= 2 and "**Table (judge_agreement).**" in markdown
+    assert "**Table (judge_reliability).**" in markdown and "Krippendorff's alpha (interval)" in markdown
     for rows in blocks:   # every row as many cells as the header (an escaped \| is text)
         assert len({ln.count("|") - ln.count("\\|") for ln in rows}) == 1, rows
     assert "| All: mean over every task in the data file (not answered ok = 0) | 0.551 [0.325, 0.781] | 12 |" in markdown
@@ -290,7 +297,7 @@ def test_one_table_style_on_a_small_frame() -> None:
                           "ci_low": [0.36812], "ci_high": [0.82901], "flag": [True]})
     layout = Layout((Estimate("A - B", "mean_diff", "ci_low", "ci_high", "n_common"),), rename={"model_a": "A"})
     view = paper_view(frame, layout)
-    assert list(view.frame.columns) == ["A", "model_b", "A - B", "n"]   # the boolean gone, n beside it
+    assert list(view.frame.columns) == ["A", "model B", "A - B", "n"]   # the boolean gone, n beside it; the vocabulary's header
     assert view.frame.iloc[0].tolist() == ["x", "y", "0.602 [0.368, 0.829]", "11"]
     assert paper_view(frame, layout, decimals=2).frame.iloc[0, 2] == "0.60 [0.37, 0.83]"
     assert view.numeric == (False, False, True, True)
@@ -320,3 +327,49 @@ def test_paths_in_a_paper_copy_are_relative_to_the_record(tmp_path: Path) -> Non
     shown = relative_paths(text, record, [record, record.parent])
     assert shown == ("see ../run-a/scores.json#t1 and `evalnb show ../run-a t1`; data cases.json; "
                      f"here figures/x.png {image} https://example.org/a/b")
+
+
+def test_offline_bars_are_visibly_hatched(demo_outputs: DemoOutputs) -> None:
+    """The demo's runs are offline: their leaderboard bars are grey and hatched, the hatch dark
+    lines crossing the grey fill at print size (checked on the 300-dpi PNG's pixels)."""
+    from PIL import Image
+
+    from evalnb.views.figures import OFFLINE
+
+    image = np.asarray(Image.open(demo_outputs.dir / COMPARE / "figures" / "leaderboard.png").convert("RGB"))
+    def near(hex_colour: str) -> np.ndarray:
+        target = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)])
+        return np.abs(image.astype(int) - target).max(axis=2) <= 24
+    fill, hatch = near(OFFLINE["facecolor"]), near(OFFLINE["edgecolor"])
+    rows = [r for r in range(image.shape[0]) if fill[r].sum() > 20]   # rows crossing a grey bar
+    assert rows, "no grey bar drawn"
+    # along each such row, the hatch interrupts the fill again and again (not one edge line)
+    crossings = [int(np.sum(np.diff(hatch[r].astype(int)) == 1)) for r in rows]
+    assert np.median(crossings) >= 3, crossings
+    assert hatch[rows].sum() > 0.1 * fill[rows].sum()   # a visible share of the bar, not a hairline
+
+
+def test_only_a_section_that_ran_is_left_out_as_empty(tmp_path: Path) -> None:
+    """A section whose cells ran and showed an empty table is left out with its reason; one whose
+    cells never ran (the notebook stopped before them) is not called empty; a cleared progress
+    bar (an output with no data) is dropped."""
+    from evalnb.pages.paper import paper_copy
+
+    def code(ran: bool, outputs: list[Any]) -> Any:
+        cell = nbformat.v4.new_code_cell("evalnb.table(run)", outputs=outputs)
+        cell.metadata["papermill"] = {"status": "completed" if ran else "pending"}
+        cell.execution_count = 1 if ran else None
+        return cell
+
+    empty = nbformat.v4.new_output("display_data", {"text/html": '<p class="evalnb-empty">no judges</p>'})
+    cleared = nbformat.v4.new_output("display_data", {})
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("## Ran and empty"), code(True, [cleared, empty]),
+        nbformat.v4.new_markdown_cell("## Never ran"), code(False, [])])
+    path = tmp_path / "04_report.ipynb"
+    nbformat.write(nb, path)
+    page = paper_copy(path, "## Provenance", [tmp_path], tmp_path)
+    header = page.cells[0].source
+    assert "Left out as empty: Ran and empty (no judges)." in header and "Never ran" not in header
+    assert any(c.source == "## Never ran" for c in page.cells)
+    assert all(o.get("data") for c in page.cells if c.cell_type == "code" for o in c.outputs)

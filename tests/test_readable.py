@@ -1,4 +1,4 @@
-"""Issue 18: what the notebook shows reads well. Tables: counts as integers, text whole, no
+"""What the notebook shows reads well. Tables: counts as integers, text whole, no
 pandas option changed. Evidence: no length over "(none)". Figures: an ordinary figure's size."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_a_readable_table_shows_counts_as_integers_and_text_whole() -> None:
     for shown in (html, text):
         assert LONG in shown and "..." not in shown
         assert "12.0" not in shown and "10.000000" not in shown
-    # The one table style: fractions with three decimals (issue 27), counts as integers.
+    # The one table style: fractions with three decimals, counts as integers.
     assert '">10</td>' in html and '">12</td>' in html and '">0.551</td>' in html
     assert "None" not in html and html.count('">-</td>') == 2   # the missing n and the missing cost
     assert table.equals(frame) and table["n"].dtype == frame["n"].dtype   # the values are the frame's own

@@ -1,4 +1,4 @@
-"""Reasoning apart from the answer (reading 26): recorded in the call's record, through the
+"""Reasoning apart from the answer: recorded in the call's record, through the
 secret filter and up to its limit; never sent to the judges; inline think blocks kept or
 stripped (part of the fingerprint) and counted; shown folded in every evidence view."""
 

@@ -1,4 +1,4 @@
-"""Reading 20: reasoning tokens count as output where billed as output, and are recorded on
+"""Reasoning tokens count as output where billed as output, and are recorded on
 their own; costs computed by hand. Through the real SDKs against the local server."""
 
 from __future__ import annotations

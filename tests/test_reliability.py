@@ -1,4 +1,4 @@
-"""Issue 9: no reply, crash, bad input or second process may abort a stage, zero a task
+"""No reply, crash, bad input or second process may abort a stage, zero a task
 silently, pay for a call twice, or leak a key."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def every_file_text(root: Path) -> str:
 @pytest.mark.parametrize("fault", [NotJson(), CutOff(), Html(), WrongShape(), Reset()],
                          ids=lambda f: type(f).__name__)
 def test_a_malformed_reply_is_resumable_and_the_stage_goes_on(tmp_path: Path, fault: Any) -> None:
-    """Reading 18: one bad 200 fails only its own call, as failed_transient, never empty;
+    """One bad 200 fails only its own call, as failed_transient, never empty;
     every other call of the stage completes; the rerun redoes only that call."""
     with FakeLLMServer() as server:
         server.responder = deterministic_responder
@@ -393,7 +393,7 @@ def test_the_command_provider_gets_a_minimal_environment(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("style", ["too_long", "exceed_limit"])
 def test_probe_window_reads_both_anthropic_context_wordings(tmp_path: Path, style: str) -> None:
-    """Issue 9 item 11: "input length and `max_tokens` exceed context limit" aborted the probe."""
+    """A probe once aborted on "input length and `max_tokens` exceed context limit"."""
     with FakeLLMServer() as server:
         server.responder = lambda request: Text("OK")
         server.max_prompt_chars = 50_000

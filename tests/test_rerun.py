@@ -1,4 +1,4 @@
-"""A record says only what happened (issue 25): a rerun of a finished run executes nothing and
+"""A record says only what happened: a rerun of a finished run executes nothing and
 changes nothing; a changed transport setting is recorded as that invocation's; the times shown
 as "when the calls were made" come from the stores. And the run's kernel imports the evalnb
 that launched it, whatever the current directory holds."""

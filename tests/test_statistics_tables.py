@@ -15,6 +15,7 @@ from evalnb.comparison.compare import open_compare
 from evalnb.judges.bias import length_bias, self_preference
 from evalnb.judges.panel import panel_reliability
 from evalnb.pipeline.retest_study import run_length_bias, run_reliability
+from evalnb.views.labels import estimate_title
 from evalnb.views.tables import layout_of, paper_view, view_text
 from tests.conftest import offline_params
 from tests.test_judge_panel import judged_run, panel_verdicts, three_models
@@ -37,12 +38,13 @@ def check_estimates(table: pd.DataFrame | None, names: list[str], with_n: str | 
     flat = table.reset_index()
     titles = list(view.frame.columns)
     for name in names:
-        assert name in titles
+        title = estimate_title(name)   # the vocabulary's header, and the interval it carries
+        assert title in titles
         raw = zip(flat[name], flat[f"{name}_low"], flat[f"{name}_high"])
-        assert list(view.frame[name]) == [expected(v, lo, hi) for v, lo, hi in raw]
+        assert list(view.frame[title]) == [expected(v, lo, hi) for v, lo, hi in raw]
     assert not any(t.endswith(("_low", "_high")) for t in titles)
     if with_n is not None:   # n right after its estimate
-        assert titles[titles.index(with_n) + 1] == "n"
+        assert titles[titles.index(estimate_title(with_n)) + 1] == "n"
     text = view_text(view)
     assert all(expected(v, lo, hi) in text for v, lo, hi in zip(flat[names[0]], flat[f"{names[0]}_low"],
                                                                   flat[f"{names[0]}_high"]))
@@ -51,8 +53,13 @@ def check_estimates(table: pd.DataFrame | None, names: list[str], with_n: str | 
 
 def test_compare_judge_tables_show_their_intervals(tmp_path: Path) -> None:
     cmp = open_compare(three_models(tmp_path, 0.15, seed=10), tmp_path / "cmp", n_boot=300)
-    titles = check_estimates(panel_reliability(cmp), ["estimate"], with_n="estimate")
-    assert titles[:3] == ["model", "number", "judge"]
+    table = panel_reliability(cmp)
+    titles = check_estimates(table, ["estimate"], with_n="estimate")
+    # the statistic named in a column headed so, in words, never in the model or judge column
+    assert titles[:3] == ["model", "statistic", "judge"]
+    shown = paper_view(table).frame
+    assert set(shown["statistic"]) == {"Krippendorff's alpha (interval)", "offset from the panel mean"}
+    assert "alpha" not in set(shown["model"]) | set(shown["judge"])
     check_estimates(self_preference(cmp), ["self_preference", "own_family_gap", "other_contestants_gap"])
 
 

@@ -1,4 +1,4 @@
-"""Issue 28 wired in: WildTrace's scores.json gains standard errors and a cluster bootstrap over
+"""WildTrace's scores.json gains standard errors and a cluster bootstrap over
 documents beside (never replacing) the protocol's numbers; compare gains per-pair, per-metric
 verdicts after Holm and rank intervals; `evalnb plan` against the closed form."""
 
@@ -36,7 +36,7 @@ def test_wildtrace_scores_report_clustered_errors_beside_the_protocol_numbers(tm
     assert entry["clustered_se"] == pytest.approx(float(ols.bse[0]))
     assert entry["se"] == pytest.approx(np.std(values, ddof=1) / np.sqrt(len(values)))
     assert entry["design_effect"] == pytest.approx((entry["clustered_se"] / entry["se"]) ** 2)
-    # the protocol's interval stays the task-level bootstrap (reading 31), the cluster one is beside it
+    # the protocol's interval stays the task-level bootstrap, the cluster one is beside it
     protocol = stats.bootstrap_ci(list(values), n_boot=2000, seed=3)
     assert (scores["metrics"]["all_tasks"]["ci"]["low"], scores["metrics"]["all_tasks"]["ci"]["high"]) == \
         pytest.approx((protocol.low, protocol.high))
@@ -47,6 +47,16 @@ def test_wildtrace_scores_report_clustered_errors_beside_the_protocol_numbers(tm
     table = evalnb.standard_errors(run)
     run.close()
     assert table is not None and {"se", "clustered_se", "documents", "design_effect", "cluster_bootstrap"} <= set(table)
+    # the report's headline: the cluster interval (clustered SE, t on documents - 1) beside the protocol's
+    from evalnb.evidence.headline import headline_table
+    from evalnb.views.tables import paper_view
+
+    headline = headline_table(scores)
+    c = len(set(documents))
+    half = scipy_stats.t.ppf(0.975, c - 1) * float(ols.bse[0])
+    assert (headline.loc["all_tasks", "cluster_low"], headline.loc["all_tasks", "cluster_high"]) == pytest.approx(
+        (values.mean() - half, values.mean() + half))
+    assert "cluster 95% CI" in paper_view(headline).frame.columns
 
 
 def test_a_scores_json_without_these_numbers_shows_no_section(tmp_path: Path) -> None:
@@ -90,7 +100,12 @@ def test_compare_pairs_ranks_and_compare_json(tmp_path: Path) -> None:
     documents = np.repeat(np.arange(12), 4)
     ols = sm.OLS(a - b, np.ones(48)).fit(cov_type="cluster", cov_kwds={"groups": documents})
     assert strong["se_delta"] == pytest.approx(float(ols.bse[0]))
-    assert strong["mde"] == pytest.approx(2.8016 * strong["se_delta"], rel=1e-3)
+    # 12 documents, one stratum: Student t on 11 degrees of freedom in place of the normal's 2.80
+    assert strong["df"] == 11
+    t_sum = scipy_stats.t.ppf(0.975, 11) + scipy_stats.t.ppf(0.8, 11)
+    assert strong["mde"] == pytest.approx(t_sum * strong["se_delta"], rel=1e-9)
+    assert strong["p_t"] == pytest.approx(2 * scipy_stats.t.sf(abs(strong["delta"]) / strong["se_delta"], 11), rel=1e-2)
+    assert "approximate" in strong["note"] and "12 documents" in strong["note"]
     holm = sorted(p["p_holm"] for k, p in pairs.items() if k[0] == "all_tasks")
     assert holm[0] >= min(p["p"] for k, p in pairs.items() if k[0] == "all_tasks")
 
@@ -117,7 +132,8 @@ def test_plan_against_the_closed_form(tmp_path: Path, capsys: pytest.CaptureFixt
     one = evalnb.plan(runs[0], delta=0.03, rho=0.5).loc[("all_tasks", "a", "-")]
     assert one["var_d"] == pytest.approx(np.var(a, ddof=1))            # 2 (1 - 0.5) Var(s)
     assert main(["plan", str(tmp_path / "cmp"), "--delta", "0.03"]) == 0
-    assert "items_needed" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "items needed" in shown and "items_needed" not in shown and "contestant" not in shown
     assert main(["plan", str(tmp_path), "--delta", "0.03"]) == 1
     assert "not a pilot" in capsys.readouterr().err
     assert main(["plan", str(runs[0]), "--delta", "-1"]) == 1
@@ -178,15 +194,21 @@ def test_the_pairwise_table_is_laid_out_once_for_notebook_export_and_terminal(tm
     notebook = repr(evalnb.pairwise(cmp))
     evalnb.save_compare(cmp)
     exported = next(t for t in paper_tables(tmp_path / "cmp") if t.name == "pairwise")
-    assert view_text(exported.view()) == notebook
+    assert view_text(exported.view(columns=["all"])) == notebook   # a paper's default leaves out SE, rho, p
     terminal = compare_text(compare_results(tmp_path / "cmp")).splitlines()
+    # the terminal's ranking: the cluster interval beside the protocol's, where the rows hold one
+    doc = {"benchmark": "wildtrace", "headline": ["all_tasks"], "compare_dir": "cmp", "pairwise": [], "ranking": [
+        {"rank": 1, "model": "strong", "n": 48, "metrics": {"all_tasks": {
+            "value": 0.5, "ci_low": 0.45, "ci_high": 0.55, "cluster_low": 0.4, "cluster_high": 0.6}}}]}
+    text = compare_text(doc).splitlines()
+    assert "all_tasks: cluster 95% CI" in text[1] and estimate_text(0.5, 0.4, 0.6) in text[2]
     assert [line.strip() for line in terminal if line.startswith("  ")][-len(notebook.splitlines()):] == \
         [line.strip() for line in notebook.splitlines()]
     header = notebook.splitlines()[0].split("  ")
     assert [h.strip() for h in header if h.strip()][:4] == ["metric", "model A", "model B", "A - B [95% CI]"]
     for pair in json.loads((tmp_path / "cmp" / "compare.json").read_text())["tables"]["pairwise"]:
         assert estimate_text(pair["delta"], pair["ci_low"], pair["ci_high"]) in notebook
-    # the layout is written in one module
+    # the header is written in one module: the vocabulary
     package = Path(evalnb.__file__).parent
     assert [p.relative_to(package).as_posix() for p in sorted(package.rglob("*.py"))
-            if '"A - B [95% CI]"' in p.read_text(encoding="utf-8")] == ["views/pairwise.py"]
+            if '"A - B' in p.read_text(encoding="utf-8")] == ["views/labels.py"]

@@ -1,4 +1,4 @@
-"""Reading 15: seeded percentile bootstrap, checked against scipy; per-K resampling."""
+"""Seeded percentile bootstrap, checked against scipy; per-K resampling."""
 
 import numpy as np
 import pytest

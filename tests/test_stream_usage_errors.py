@@ -1,4 +1,4 @@
-"""What real OpenAI-compatible servers do that the fakes did not (issue 30), through the
+"""What real OpenAI-compatible servers do that the fakes did not, through the
 official SDKs against the fake server: a stream that never reports usage (llama.cpp's
 server ignores ``stream_options.include_usage``), and an error inside a 200 stream,
 classified by the rules of the HTTP status it stands for."""
@@ -95,8 +95,8 @@ def test_gemini_error_chunk_in_a_stream_is_classified(server: FakeLLMServer, mon
 
 
 def test_a_ceiling_stops_a_run_whose_streams_report_no_usage(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Before issue 30 such calls were counted at $0 and the ceiling never stopped the run. The
-    expected spend is computed here from what the server received and sent, by the spec's
+    """Such calls were once counted at $0 and the ceiling never stopped the run. The
+    expected spend is computed here from what the server received and sent, by the protocol's
     characters-per-token figures; then a ceiling at half that spend stops a second run."""
     import json
     import evalnb

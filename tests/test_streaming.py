@@ -1,4 +1,4 @@
-"""Streaming as transport (reading 25), through the three official SDKs against the fake
+"""Streaming as transport, through the three official SDKs against the fake
 server's own streams: which requests stream, that a streamed reply is the same completion,
 how each way a stream breaks is classified and retried, and evalnb's own limits."""
 

@@ -1,4 +1,4 @@
-"""Whole runs streamed and not (reading 25): the same records and scores.json, the latency of
+"""Whole runs streamed and not: the same records and scores.json, the latency of
 every call against the fake server's own timings, the report's latency table and the
 estimate's measured figures, and a reasoning contestant behind a gateway."""
 

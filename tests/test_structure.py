@@ -1,4 +1,4 @@
-"""The structure issue 12 asks for: shared layers that never name a benchmark, benchmark
+"""The structure: shared layers that never name a benchmark, benchmark
 classes that mypy checks against the interface, and inputs read once per stage."""
 
 from __future__ import annotations

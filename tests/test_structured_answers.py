@@ -1,4 +1,4 @@
-"""Readings 12 and 13: exact match and the deterministic scorer, every branch by hand."""
+"""Exact match and the deterministic scorer, every branch by hand."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Issue 20 / reading 28: `evalnb suite`, through the real SDKs against the local server.
+"""`evalnb suite`, through the real SDKs against the local server.
 
 The reference for every suite run is the same contestant run on its own (the pipeline's stage
 functions, as the stage notebooks call them) against the same deterministic server: a suite
@@ -334,6 +334,11 @@ def test_estimate_sums_the_contestants_and_shares_the_panel(tmp_path: Path,
     # Every contestant: 11 answers and 11 verdicts from each judge, each judge paced at 5 a minute:
     # alone 11 calls take ceil(11/5) - 1 = 2 minutes; the suite's 33 to one judge ceil(33/5) - 1 = 6.
     assert f"{3 * 4 * in_scope:,} calls to make" in out
+    # the one table style and vocabulary: no pandas index row, no code names
+    from evalnb.views.labels import known, snake_case
+    heads = [h for h in out.splitlines()[0].split("  ") if h.strip()]
+    assert all(known(h.strip()) and not snake_case(h) for h in heads), heads
+    assert not any(line.strip() == "contestant" for line in out.splitlines())
     assert "Shortest time under the configured rate limits: 6 minutes for the whole suite" in out
     assert "the longest run alone takes 2" in out
     assert not (tmp_path / "suite").exists()

@@ -189,7 +189,7 @@ def test_a_real_runs_item_shows_its_records(browser: Any, tmp_path: Path) -> Non
 
 def test_an_item_with_no_response_says_none_without_a_length(
         browser: Any, big_page: tuple[Path, list[ItemEvidence], str]) -> None:
-    """Issue 18: "(none)" under a heading that counted its 6 characters contradicted itself."""
+    """A "(none)" under a heading that counted its 6 characters contradicted itself."""
     path, items, _ = big_page
     open_page(browser, path)
     unanswered = next(i for i in items if i.status == "refused")

@@ -249,3 +249,32 @@ def test_every_run_of_the_demo_verifies(demo_outputs: DemoOutputs, capsys: pytes
     for folder in folders:
         assert verify(folder, capsys=capsys) == (0, []), folder
     assert {p: p.stat().st_mtime_ns for p in demo_outputs.dir.rglob("*") if p.is_file()} == before
+
+
+def test_a_run_being_written_is_said_so_and_not_checked(clean_run: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A run another process holds (its lock) is being written: exit 2, naming the holder; the
+    same run tampered with once that process has gone still exits 1."""
+    import time
+
+    copy = tmp_path / "copy"
+    shutil.copytree(clean_run, copy)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from evalnb.records.lock import acquire; acquire(Path(sys.argv[1]), 'evalnb.judge'); "
+                               "print('held', flush=True); time.sleep(120)", str(copy)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        score_edited(copy)
+        capsys.readouterr()
+        code = main(["verify", str(copy)])
+        said = capsys.readouterr()
+        assert code == 2 and said.out == "", said
+        assert "being written by" in said.err and f"pid {holder.pid}" in said.err and "nothing checked" in said.err
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    deadline = time.monotonic() + 30   # the OS frees the lock when its holder dies
+    while (code := verify(copy, capsys=capsys)[0]) == 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert code == 1

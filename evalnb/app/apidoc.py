@@ -32,7 +32,64 @@ These names are public and stable: within a major version they keep their names,
 and meaning. Everything else under `evalnb` is private and may change in any release, even
 where it is importable. `evalnb` ships `py.typed`, so `mypy --strict` checks a benchmark
 against these annotations. [architecture.md](architecture.md#a-judge-graded-benchmark-from-an-empty-folder)
-walks through writing one; `examples/judge_qa/` and `examples/exact_qa/` are two whole ones.
+walks through writing one; `examples/judge_qa/` and `examples/exact_qa/` are two whole ones, and
+`examples/two_turn/` a two-turn conversation whose second turn is a chained call
+([Conversations and chained calls](#conversations-and-chained-calls) below).
+
+## Conversations and chained calls
+
+A `ChatRequest` with a `history` sends a conversation: earlier user turns and the model's own
+answers as assistant turns, in each provider's own message list (OpenAI chat messages,
+Anthropic messages with the system prompt apart, Gemini contents with the role `model`), live,
+in batches and streamed alike. `prompt` is always the last user turn, so a request without a
+history is the single-turn request it always was.
+
+A call that needs another call's answer is declared, not worked around: `generation_calls()`
+lists it made with `chained(key, endpoint, needs, prepare_after)`, and the stage sends it
+once every call in `needs` is done, preparing it with `prepare_after(records)`. The stage runs
+in rounds until a round unlocks nothing, so a two-turn conversation finishes in one `evalnb
+run` at any concurrency and under `--limit`/`--items`. A call whose need failed stays pending
+and is never sent; the next run takes the chain up where it stopped. `evalnb estimate` counts
+such calls from the declaration, their prompts estimated on assumed answers (it says how
+many), and `evalnb prompt` shows them with a placeholder where the awaited answer will be;
+neither makes a call. An item with several calls keyed `ID::NAME` (`c1::t1`, `c1::t2`) is one
+row of `responses.json`, its calls listed under `calls` by name.
+
+```python
+def generation_calls(self) -> list[Call]:
+    calls = []
+    for c in self.tasks:
+        first = f"{c.task_id}::t1"
+        calls.append(Call(first, "model", functools.partial(Prepared, ChatRequest(c.turns[0], 256))))
+        calls.append(chained(f"{c.task_id}::t2", "model", (first,), functools.partial(self.second, c, first)))
+    return calls
+
+def second(self, c, first, records):
+    history = (Turn("user", c.turns[0]), Turn("assistant", records[first]["text"]))
+    return Prepared(ChatRequest(c.turns[1], 256, history=history), {"task_id": c.task_id})
+```
+
+## Pairwise judging against a baseline
+
+An Arena-Hard-style judge compares the contestant's answer with a fixed baseline's, twice:
+game 1 with the contestant as answer A, game 2 with it as B, so that a judge's preference for
+a position does not decide the result. Make the two judge calls per item (`ID::g1`, `ID::g2`),
+read each reply with `read_verdict` (one of `[[A>>B]]`, `[[A>B]]`, `[[A=B]]`, `[[B>A]]`,
+`[[B>>A]]`, else a judge failure), and score from the contestant's side:
+
+```python
+g1 = contestant_label(read_verdict(reply_1), contestant_is_a=True)
+g2 = contestant_label(read_verdict(reply_2), contestant_is_a=False)
+games = [(g1, g2), ...]                        # one pair per item
+rate = win_rate(games, n_boot=2000, seed=0)    # win 1, tie 0.5, loss 0; items resampled whole
+agree = consistency(games)                     # share of items whose two orders agree
+scores = bradley_terry(battles_against("baseline", {"model-x": games, "model-y": other_games}),
+                       "baseline", strong_weight=3)   # Elo scale, baseline 1000, intervals and ranks
+```
+
+`examples/pairwise_qa/` is a whole benchmark built this way. With games
+`[("A>>B", "A>B"), ("B>A", "A=B"), ("A=B", "A=B")]` the win rate is
+(1 + 1 + 0 + 0.5 + 0.5 + 0.5) / 6 = 0.583, and the two orders agree on 2 of 3 items.
 """
 
 

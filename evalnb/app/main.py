@@ -3,7 +3,7 @@
 The arguments are described in :mod:`evalnb.app.parser`; what a command prints follows
 :mod:`evalnb.app.output`. Exit status: 0 complete; 2 something resumable remains (a transient
 generation failure, a judge failure); 1 a usage, configuration or data error, an endpoint that refused
-for reasons of its own (a wrong key, model or route, an exhausted account: reading 30), or a
+for reasons of its own (a wrong key, model or route, an exhausted account), or a
 stage that failed; 130 interrupted (Ctrl-C). papermill cannot exit 2 by itself, so the aggregate stage
 writes ``status.json`` and this command reads it.
 """
@@ -119,7 +119,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return compare.render_command(args.folder, args.no_input)
         if args.command == "export":
             from evalnb.app.record.compare import export_command
-            return export_command(args.folder, args.format, args.output, args.decimals)
+            return export_command(args.folder, args.format, args.output, args.decimals, args.fit, args.columns)
         if args.command == "status":
             from evalnb.app.inspection.status import status_command
             return status_command(args.run_dir)

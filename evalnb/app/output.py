@@ -42,6 +42,14 @@ def say(line: str, *, level: int = NORMAL) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+def warnings(lines: Any, prefix: str = "") -> None:
+    """A benchmark's warnings (an unlisted model's default caps ...) on the terminal of every
+    command that reads the parameters, ``-q`` included: a run must not start on a guess
+    the user never saw."""
+    for line in lines:
+        say(f"WARNING: {prefix}{line}", level=QUIET)
+
+
 def results(text: str, document: Any) -> None:
     """A command's results: ``text`` on stdout, or ``document`` as one JSON document with
     ``--json``. ``-q`` keeps the JSON (a script asked for it) and drops the text."""

@@ -213,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("latex", "markdown", "csv"), default="latex", help="default: latex")
     p.add_argument("-o", "--output", type=Path, metavar="FILE",
                    help="the file (for csv: a folder, one file per table); default: standard output")
+    p.add_argument("--fit", choices=("text", "column", "landscape"), default="text",
+                   help="LaTeX: fit each table to the text width (default), one column of a two-column paper, "
+                        "or a landscape page")
+    p.add_argument("--columns", metavar="A,B", type=lambda v: [c.strip() for c in v.split(",") if c.strip()],
+                   help="the columns to show (machine names or headers; default: each table's short selection; "
+                        "all: every column)")
     p.add_argument("--decimals", type=int, metavar="N",
                    help="decimals of an estimate (default 3; more where an interval is narrower)")
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalnb.views.estimates import estimate_text
+from evalnb.views.estimates import estimate_text, number_text
 from evalnb.records.stores import read_json_if_exists
 
 
@@ -47,6 +47,26 @@ def metric_entries(scores: Mapping[str, Any], headline_only: bool = True) -> lis
     return entries
 
 
+def contestant_text(benchmark: Any, model: Mapping[str, Any], config: Mapping[str, Any]) -> str | None:
+    """What the run's contestant is, for a terminal line: ``provider:name`` for a model called
+    through an endpoint; for answers read from a file (a scorer over predictions, an autorater
+    over traces), the model's name when the parameters give one, else ``answers from FILE``.
+    Never ``none:none``, which would read as a model of that name."""
+    from evalnb.benchmarks import benchmark_for
+    from evalnb.benchmarks.base import contestant_label
+
+    if not model:
+        return None
+    provider, name = str(model.get("provider")), str(model.get("name"))
+    if provider != "none":
+        return f"{provider}:{name}"
+    try:
+        label = contestant_label(benchmark_for(benchmark), provider, name, config)
+    except Exception:   # a plug-in that no longer imports: the file is still what answered
+        label = "answers from a file"
+    return label if label in (name, "answers from a file") else f"answers from {label}"
+
+
 def run_results(run_dir: Path) -> dict[str, Any]:
     """A run's results document (``--json``), read from its scores.json and status.json."""
     scores = read_json_if_exists(run_dir / "scores.json") or {}
@@ -55,10 +75,27 @@ def run_results(run_dir: Path) -> dict[str, Any]:
     model = config.get("model") or {}
     return {"run_dir": str(run_dir), "benchmark": scores.get("benchmark") or config.get("benchmark"),
             "run_name": scores.get("run_name") or config.get("run_name"),
-            "model": f"{model.get('provider')}:{model.get('name')}" if model else None,
+            "model": contestant_text(scores.get("benchmark") or config.get("benchmark"), model, config),
             "state": status.get("state", "not aggregated"), "complete": bool(scores.get("complete")),
             "offline": bool(scores.get("offline")), **({"subset": config["subset"]} if config.get("subset") else {}),
-            "metrics": metric_entries(scores), "report": _exists(run_dir / "04_report.html")}
+            "metrics": metric_entries(scores), "report": _exists(run_dir / "04_report.html"),
+            **_stages(run_dir, status.get("state", "not aggregated"))}
+
+
+def _stages(run_dir: Path, state: str) -> dict[str, Any]:
+    """Each stage's state (evalnb.records.completion); a stage that started and did not finish
+    makes the run's state ``interrupted`` (or ``running``), whatever status.json said before."""
+    from evalnb.records.completion import stage_states, unfinished
+    from evalnb.records.lock import held_by
+
+    held = held_by(run_dir) is not None
+    states = {s: {"state": st.state, **({"cell": st.cell, "cells": st.cells} if st.cell else {})}
+              for s, st in stage_states(run_dir, held).items()}
+    stopped = unfinished(run_dir, held)
+    if stopped is None:
+        return {"stages": states}
+    return {"stages": states, "state": stopped.state if stopped.state != "failed" else f"{stopped.stage} failed",
+            "complete": False, "unfinished_stage": stopped.stage}
 
 
 def run_text(doc: Mapping[str, Any]) -> str:
@@ -69,9 +106,11 @@ def run_text(doc: Mapping[str, Any]) -> str:
         head += f" [subset {_subset_text(doc['subset'])}: not comparable with the full run]"
     lines = [head]
     if doc["metrics"]:
-        rows = [[m["metric"], estimate_text(m["value"], m["ci_low"], m["ci_high"]),
+        from evalnb.views.labels import estimate_title, header
+
+        rows = [[(m["label"] or m["metric"]).split(":")[0], estimate_text(m["value"], m["ci_low"], m["ci_high"]),
                  "-" if m["n"] is None else str(m["n"]), m["label"] or ""] for m in doc["metrics"]]
-        lines.append(table_text(["metric", "estimate [95% CI]", "n", "what it is"], rows))
+        lines.append(table_text([header("metric"), estimate_title("value"), header("n"), header("description")], rows))
     else:
         lines.append("  no headline numbers yet (the aggregate stage has not run)")
     lines.append(f"record: {doc['run_dir']}" + (f"  (report: {doc['report']})" if doc.get("report") else ""))
@@ -87,37 +126,86 @@ def compare_results(out: Path) -> dict[str, Any]:
     data = read_json_if_exists(out / "compare.json") or {}
     board = (data.get("tables") or {}).get("leaderboard") or []
     first = (data.get("runs") or [{}])[0].get("dir")
-    headline = [m["metric"] for m in metric_entries(read_json_if_exists(Path(first) / "scores.json") or {})] \
-        if first else []
+    entries = metric_entries(read_json_if_exists(Path(first) / "scores.json") or {}) if first else []
+    headline = [m["metric"] for m in entries] or headline_of(data.get("benchmark"))
     rows = []
     for place, row in enumerate(board, start=1):
-        # The leaderboard's own rank (ties averaged) and how sure it is, when compare computed them.
+        # The leaderboard's own rank (ties averaged) and how sure it is, when compare computed them;
+        # each metric's own n (Scored rests on the tasks scored, All on every task).
         rows.append({"rank": row.get("rank") if row.get("rank") is not None else place,
                      "rank_interval": row.get("rank_interval"), "p_first": row.get("p_first"),
                      "model": row.get("model"), "run": row.get("run"), "n": row.get("n"),
                      "metrics": {m: {"value": row.get(m), "ci_low": row.get(f"{m}_ci_low"),
-                                     "ci_high": row.get(f"{m}_ci_high")} for m in headline}})
-    return {"compare_dir": str(out), "benchmark": data.get("benchmark"), "headline": headline, "ranking": rows,
+                                     "ci_high": row.get(f"{m}_ci_high"),
+                                     "n": row.get(f"{m}_n") if row.get(f"{m}_n") is not None else row.get("n"),
+                                     # beside the protocol's interval, where the benchmark declares clusters
+                                     **({"cluster_low": row.get(f"{m}_cluster_low"),
+                                         "cluster_high": row.get(f"{m}_cluster_high")}
+                                        if f"{m}_cluster" in row else {})} for m in headline}})
+    return {"compare_dir": str(out), "benchmark": data.get("benchmark"), "headline": headline,
+            "words": metric_words_of(data.get("benchmark"), entries), "ranking": rows,
             "pairwise": (data.get("tables") or {}).get("pairwise") or [], "report": _exists(out / "05_compare.html")}
 
 
+def headline_of(benchmark: Any) -> list[str]:
+    """The benchmark's headline metrics (for runs whose scores.json lists none)."""
+    from evalnb.benchmarks import benchmark_for
+    from evalnb.core.errors import ConfigError
+
+    try:
+        return [m.name for m in benchmark_for(benchmark, "compare").metrics() if m.headline] if benchmark else []
+    except ConfigError:
+        return []
+
+
+def metric_words_of(benchmark: Any, entries: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each metric's word as the leaderboard shows it: the benchmark's own labels, else the
+    record's."""
+    words = {m["metric"]: (m["label"] or m["metric"]).split(":")[0] for m in entries}
+    if benchmark:
+        from evalnb.benchmarks import benchmark_for
+        from evalnb.core.errors import ConfigError
+        from evalnb.views.labels import metric_words
+
+        try:
+            words |= metric_words(benchmark_for(benchmark, "compare").metrics())
+        except ConfigError:   # a benchmark this install does not have: the record's own labels
+            pass
+    return words
+
+
+def estimate_cells(entry: Mapping[str, Any] | None) -> list[str]:
+    """An estimate with its interval, and its own n beside it."""
+    if not entry:
+        return ["-", "-"]
+    return [estimate_text(entry["value"], entry["ci_low"], entry["ci_high"]),
+            "-" if entry.get("n") is None else f"{entry['n']:g}"]
+
+
 def compare_text(doc: Mapping[str, Any]) -> str:
+    from evalnb.views.labels import CI, CLUSTER_CI, header
+
     lines = [f"comparison of {len(doc['ranking'])} runs ({doc['benchmark']}), ranked as the leaderboard ranks them"]
     sure = any(r.get("rank_interval") for r in doc["ranking"])   # rank intervals, P(first)
-    rows = [[f"{r['rank']:g}", str(r["model"]), *(estimate_text(r["metrics"][m]["value"], r["metrics"][m]["ci_low"],
-                                                                 r["metrics"][m]["ci_high"]) for m in doc["headline"]),
-             "-" if r["n"] is None else str(r["n"]),
-             *([r.get("rank_interval") or "-", "-" if r.get("p_first") is None else f"{r['p_first']:.2f}"] if sure else [])]
+    words = doc.get("words") or {}
+    beside = [m for m in doc["headline"] if any("cluster_low" in r["metrics"][m] for r in doc["ranking"])]
+    rows = [[f"{r['rank']:g}", str(r["model"]), *(c for m in doc["headline"] for c in estimate_cells(r["metrics"][m])),
+             *(estimate_text(r["metrics"][m]["value"], r["metrics"][m].get("cluster_low"),
+                             r["metrics"][m].get("cluster_high")) for m in beside),
+             *([r.get("rank_interval") or "-", "-" if r.get("p_first") is None else number_text(r["p_first"])]
+               if sure else [])]
             for r in doc["ranking"]]
-    lines.append(table_text(["rank", "model", *doc["headline"], "n", *(["rank interval", "P(first)"] if sure else [])],
-                            rows))
+    titles = [t for m in doc["headline"] for t in (f"{words.get(m, m)} {CI}", header("n"))]
+    lines.append(table_text([header("rank"), header("model"), *titles,
+                             *(f"{words.get(m, m)}: {CLUSTER_CI}" for m in beside),
+                             *([header("rank_interval"), header("p_first")] if sure else [])], rows))
     if doc.get("pairwise"):   # the notebook's and the exports' table (one layout)
         from evalnb.views.pairwise import pairwise_text   # pandas: only when there is a table
 
         alpha = doc["pairwise"][0].get("alpha")
         lines.append("pairwise verdicts" + (f" at alpha = {alpha:g}" if alpha is not None else "")
                      + ", on the Holm-adjusted p over every pair")
-        lines += ["  " + line for line in pairwise_text(doc["pairwise"]).splitlines()]
+        lines += ["  " + line for line in pairwise_text(doc["pairwise"], words).splitlines()]
     lines.append(f"record: {doc['compare_dir']}" + (f"  (report: {doc['report']})" if doc.get("report") else ""))
     return "\n".join(lines)
 
@@ -135,15 +223,17 @@ def suite_results(suite_dir: Path, record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def suite_text(doc: Mapping[str, Any]) -> str:
-    metrics = sorted({m["metric"] for r in doc["runs"].values() for m in r["metrics"]})
+    from evalnb.views.labels import CI, header
+
+    words = {m["metric"]: (m["label"] or m["metric"]).split(":")[0] for r in doc["runs"].values() for m in r["metrics"]}
+    metrics = sorted(words)
     rows = []
     for name, run in doc["runs"].items():
         by_name = {m["metric"]: m for m in run["metrics"]}
-        rows.append([name, run["state"], *(estimate_text(by_name[m]["value"], by_name[m]["ci_low"], by_name[m]["ci_high"])
-                                           if m in by_name else "-" for m in metrics),
-                     str(next((by_name[m]["n"] for m in metrics if m in by_name and by_name[m]["n"] is not None), "-"))])
+        rows.append([name, run["state"], *(c for m in metrics for c in estimate_cells(by_name.get(m)))])
+    titles = [t for m in metrics for t in (f"{words[m]} {CI}", header("n"))]
     lines = [f"suite {doc['suite_name']}: {len(rows)} contestants",
-             table_text(["contestant", "state", *metrics, "n"], rows),
+             table_text([header("contestant"), header("state"), *titles], rows),
              f"leaderboard: {doc['leaderboard']['state']}", f"record: {doc['suite_dir']}"]
     return "\n".join(lines)
 

@@ -46,7 +46,7 @@ class BaseBenchmark:
     NAME: ClassVar[str]
     METRICS: ClassVar[tuple[Metric, ...]]   # the declared metrics, headline ones flagged
     STATUSES: ClassVar[tuple[str, ...]] = tuple(s.value for s in Status)
-    # What one cluster is (reading 31), for labels; the clusters themselves are ItemResults.clusters.
+    # What one cluster is, for labels; the clusters themselves are ItemResults.clusters.
     # None: every item is its own cluster, named by ITEM_NOUN.
     CLUSTER_NOUN: ClassVar[str | None] = None
     # Key paths inside its own fingerprint parts that the shared part holds ("scoring.model"):
@@ -123,6 +123,14 @@ class BaseBenchmark:
         return cls.METRICS
 
     @classmethod
+    def metrics_for(cls, results: ItemResults) -> tuple[Metric, ...]:
+        """The metrics of a run whose items are ``results``: by default the fixed ``metrics()``.
+        A benchmark whose metrics follow its data (one per category, language or K found in
+        the items) overrides this; every metric it returns gets the value, interval, strata
+        and clusters a fixed one gets, in ``scores.json`` and in ``compare``'s leaderboard."""
+        return cls.metrics()
+
+    @classmethod
     def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
         return []
 
@@ -135,10 +143,18 @@ class BaseBenchmark:
         return None
 
 
-def ready_metrics(bench: Any, body: Mapping[str, Any]) -> list[Metric]:
+def declared_metrics(bench: Any, results: ItemResults) -> tuple[Metric, ...]:
+    """The metrics ``bench`` declares for these items: ``metrics_for(results)`` where it has
+    one (a class that does not derive from BaseBenchmark may not), else ``metrics()``."""
+    data = getattr(bench, "metrics_for", None)
+    return tuple(data(results)) if data is not None else tuple(bench.metrics())
+
+
+def ready_metrics(bench: Any, body: Mapping[str, Any], results: ItemResults | None = None) -> list[Metric]:
     """The declared metrics that have a value yet: all of them once the run is complete, the
     ``partial`` ones before."""
-    return [m for m in bench.metrics() if body["complete"] or m.partial]
+    declared = declared_metrics(bench, results) if results is not None else bench.metrics()
+    return [m for m in declared if body["complete"] or m.partial]
 
 
 def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int,
@@ -154,13 +170,14 @@ def metric_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int,
 
     results = bench.results(body) if results is None else results
     strata = [results.strata.get(i, "") for i in results.ids]
-    intervals = stats.metric_intervals(results.values, ready_metrics(bench, body), strata=strata, n_boot=n_boot,
-                                       seed=seed, channels=results.channels)
+    intervals = stats.metric_intervals(results.values, ready_metrics(bench, body, results), strata=strata,
+                                       n_boot=n_boot, seed=seed, channels=results.channels,
+                                       resample_repeats=getattr(bench, "RESAMPLE_REPEATS", True))
     return {m.name: {"label": m.label, "headline": m.headline,
                      "value": intervals[m.name].mean if m.name in intervals else None,
                      "n": items_read(results.values, m, strata, results.channels) if m.name in intervals else None,
                      "ci": intervals[m.name].as_dict() if m.name in intervals and m.interval else None}
-            for m in bench.metrics()}
+            for m in declared_metrics(bench, results)}
 
 
 def uncertainty_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: int,
@@ -170,7 +187,7 @@ def uncertainty_summary(bench: Any, body: Mapping[str, Any], n_boot: int, seed: 
     clusters, its cluster-bootstrap interval (:mod:`evalnb.stats.clustered`). ``results``:
     ``bench.results(body)`` when the caller has it already."""
     results = bench.results(body) if results is None else results
-    return clustered.metric_uncertainty(results.values, ready_metrics(bench, body),
+    return clustered.metric_uncertainty(results.values, ready_metrics(bench, body, results),
                                         strata=[results.strata.get(i, "") for i in results.ids],
                                         clusters=cluster_labels(results), cluster_noun=cluster_noun(bench),
                                         n_boot=n_boot, seed=seed, channels=results.channels)

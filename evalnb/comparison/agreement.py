@@ -30,7 +30,7 @@ def judge_means(cmp: Comparison) -> pd.DataFrame:
     table = verdict_table(cmp)
     out = table.groupby(["model", "judge"])["score"].agg(["count", "mean"]) if len(table) else pd.DataFrame()
     cmp.tables["judge_means"] = out
-    return readable(out, Layout(rename={"count": "n", "mean": "mean score"}, empty=NO_JUDGES))
+    return readable(out, Layout(rename={"mean": "mean score"}, empty=NO_JUDGES))
 
 
 NO_JUDGES = "No per-item judge scores: the benchmark's runs have no judge panel or rater runs."
@@ -64,8 +64,7 @@ def judge_agreement(cmp: Comparison) -> pd.DataFrame:
 
 
 def agreement_layout(threshold: float) -> Layout:
-    return Layout(rename={"judge_a": "judge A", "judge_b": "judge B", "pearson_r": "Pearson r",
-                          "mean_abs_diff": "mean |A - B|", "share_over_threshold": f"share |A - B| > {threshold:g}"},
+    return Layout(rename={"share_over_threshold": f"share |A - B| > {threshold:g}"},
                   empty="Fewer than two judges per item: no pair to compare.")
 
 
@@ -81,7 +80,7 @@ def disagreements(cmp: Comparison) -> pd.DataFrame:
     scores = table.groupby(["model", "item"]).apply(
         lambda g: ", ".join(f"{j}={v:.2f}" for j, v in zip(g.judge, g.score)), include_groups=False).rename("scores")
     out = pd.concat([spread, scores], axis=1).reset_index().sort_values("spread", ascending=False)
-    out = out[out.spread > 0].head(cmp.top)
+    out = out[out.spread > 0].head(cmp.top).reset_index(drop=True)   # no unnamed index in disagreements.csv
     out["record"] = [f"{dirs[m]}/scores.json#{item}" for m, item in zip(out.model, out["item"])]
     out["show"] = [f"evalnb show {dirs[m]} {item}" for m, item in zip(out.model, out["item"])]
     cmp.tables["disagreements"] = out

@@ -160,7 +160,7 @@ def open_compare(runs: Sequence[str | Path] | str | Path | Mapping[str, Any] = (
 
 def comparable_runs(runs: Sequence[str | Path], max_failed: float = DEFAULT_MAX_FAILED
                     ) -> tuple[list[RunRecord], type[Benchmark]]:
-    """The runs loaded, checked to have run (reading 30) and comparable, and labelled; their benchmark."""
+    """The runs loaded, checked to have run and comparable, and labelled; their benchmark."""
     dirs = [Path(r).resolve() for r in runs]
     if twice := sorted({str(d) for d in dirs if dirs.count(d) > 1}):   # a paired difference of 0 by construction
         raise ConfigError(f"compare: {twice[0]} is given twice; a run compared with itself says nothing: give different runs")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from evalnb.benchmarks.base import cluster_labels, cluster_noun
-from evalnb.stats import clustered, pairwise, power, intervals as stats
+from evalnb.stats import clustered, pairwise, power, smallsample, intervals as stats
 from evalnb.stats.ranks import RankSummary, rank_summaries
 from evalnb.core.types import ItemResults, Metric
 
@@ -88,9 +88,23 @@ def joint_bootstrap(bench: type, runs: Sequence[tuple[str, ItemResults]], metric
 
 
 def ranks(joint: Joint, metric: str) -> dict[str, RankSummary]:
-    """Each model's rank, rank interval and P(first) on ``metric``."""
-    return rank_summaries({label: joint.forms[(label, metric)].value() for label in joint.labels},
-                          {label: joint.draws[(label, metric)] for label in joint.labels})
+    """Each model's rank, rank interval and P(first) on ``metric``: withheld (the rank alone)
+    below the minimum of clusters, marked approximate below the threshold
+    (:mod:`evalnb.stats.smallsample`)."""
+    got = rank_summaries({label: joint.forms[(label, metric)].value() for label in joint.labels},
+                         {label: joint.draws[(label, metric)] for label in joint.labels})
+    used = np.zeros(len(joint.design.item_cluster), bool)
+    for label in joint.labels:
+        used |= joint.forms[(label, metric)].used()
+    held = smallsample.support(joint.design.cluster_stratum, joint.design.totals(used.astype(float)) > 0,
+                               joint.cluster_noun)
+    if held.withheld:
+        return {k: replace(r, rank_low=None, rank_high=None, p_first=None, note=held.withheld) for k, r in got.items()}
+    if held.approximate:
+        note = (f"approximate: {held.n_clusters} {smallsample.plural(joint.cluster_noun, held.n_clusters)} "
+                f"(under {smallsample.APPROXIMATE_BELOW})")
+        return {k: replace(r, note=note) for k, r in got.items()}
+    return got
 
 
 def pairs(joint: Joint, order: Sequence[str], *, alpha: float = pairwise.ALPHA,
@@ -102,7 +116,8 @@ def pairs(joint: Joint, order: Sequence[str], *, alpha: float = pairwise.ALPHA,
         for a, b in itertools.combinations(order, 2):
             pair = pairwise.paired_difference(metric.name, a, b, joint.forms[(a, metric.name)],
                                               joint.forms[(b, metric.name)], joint.design,
-                                              joint.draws[(a, metric.name)], joint.draws[(b, metric.name)])
+                                              joint.draws[(a, metric.name)], joint.draws[(b, metric.name)],
+                                              noun=joint.cluster_noun)
             out.append(pair)
-    adjusted = pairwise.with_holm(out, alpha)
-    return [replace(p, mde=power.mde(p.se_delta, alpha, power_)) for p in adjusted]
+    adjusted = pairwise.with_holm(out, alpha, joint.n_boot)
+    return [replace(p, mde=None if p.withheld else power.mde(p.se_delta, alpha, power_, p.df)) for p in adjusted]

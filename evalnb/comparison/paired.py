@@ -20,6 +20,7 @@ import pandas as pd
 
 from evalnb.benchmarks.base import cluster_labels, cluster_noun
 from evalnb.stats.pairwise import common_difference
+from evalnb.views.labels import estimate_title
 from evalnb.views.tables import Estimate, Layout, readable
 from evalnb.core.types import ItemResults
 from evalnb.views.words import plural
@@ -60,8 +61,8 @@ def paired_differences(cmp: Comparison) -> pd.DataFrame:
 def paired_layout(noun: str = "cluster") -> Layout:
     """The table as shown: the estimate with its n (the common items), then how many clusters
     (``noun``: the benchmark's cluster, a document) those items fall in."""
-    return Layout((Estimate("A - B, common items [95% CI]", "mean_diff", "ci_low", "ci_high", "n_common"),),
-                  hidden=("cluster",), rename={"model_a": "model A", "model_b": "model B", "n_clusters": plural(noun)},
+    return Layout((Estimate(estimate_title("mean_diff"), "mean_diff", "ci_low", "ci_high", "n_common"),),
+                  hidden=("cluster",), rename={"n_clusters": plural(noun)},
                   empty="Fewer than two runs: no pair to compare.")
 
 

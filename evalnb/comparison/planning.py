@@ -10,7 +10,11 @@ their numbers:
   where there is no second model, 2 (1 − ρ) Var(s) with ρ assumed (``rho``, 0.5 by default,
   Miller's typical 0.3-0.7 between strong models; stated in the row);
 - ``design_effect``: (clustered SE_Δ / SE_Δ)², so that ``items_needed`` counts items in
-  clusters of the pilot's size; ``clusters_needed`` = items_needed / items per cluster;
+  clusters of the pilot's size, floored at 1, with a ``note`` when floored or from fewer than
+  30 clusters (:mod:`evalnb.stats.plan_spread`); ``clusters_needed`` = items_needed / items per
+  cluster;
+- ``items_needed_10%``, ``items_needed_90%``: the spread of N the pilot implies, from a cluster
+  bootstrap of the pilot (:func:`evalnb.stats.plan_spread.items_spread`);
 - ``mde_now``: what the pilot itself could detect;
 - with repeats in the pilot (a contestant's repeated runs, an autorater's runs), the
   within-item variance σ² of each model (the mean over items of the variance across repeats),
@@ -29,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from evalnb.benchmarks import benchmark_for
-from evalnb.stats import power as formulas
+from evalnb.stats import plan_spread, power as formulas
 from evalnb.stats.clustered import RatioForm, design_se
 from evalnb.core.errors import ConfigError
 from evalnb.records.stores import read_json_if_exists
@@ -65,11 +69,15 @@ def _row(found: Forms, z: np.ndarray, used: np.ndarray, delta: float, alpha: flo
     se_clustered, n_clusters = design_se(z, used, found.design)
     if not se_items or se_clustered is None:
         return {"n_now": n, "n_clusters_now": n_clusters}
-    var_d, deff = n * se_items ** 2, (se_clustered / se_items) ** 2
+    var_d, (deff, deff_note) = n * se_items ** 2, plan_spread.floored_design_effect((se_clustered / se_items) ** 2,
+                                                                                     n_clusters)
     needed = formulas.items_needed(var_d, delta, alpha, power, deff)
+    spread = plan_spread.items_spread(z, used, found.design, delta, alpha, power)
     return {"n_now": n, "n_clusters_now": n_clusters, "var_d": var_d, "design_effect": deff,
             "mde_now": formulas.mde(se_clustered, alpha, power), "items_needed": formulas.whole(needed),
-            "clusters_needed": formulas.whole(needed / (n / n_clusters))}
+            "clusters_needed": formulas.whole(needed / (n / n_clusters)),
+            "items_needed_10%": spread[0] if spread else None, "items_needed_90%": spread[1] if spread else None,
+            **({"note": deff_note} if deff_note else {})}
 
 
 def _repeats(cmp: compare.Comparison, found: Forms, a: str, b: str | None, form_a: RatioForm,

@@ -11,6 +11,12 @@ class EvalnbError(Exception):
     """Base class for errors that are the user's to fix (exit status 1)."""
 
 
+class NotYet(EvalnbError):
+    """A call cannot be prepared yet: it needs an answer that is not recorded (turn 2 of a
+    conversation before turn 1 is answered). ``evalnb estimate`` and ``evalnb prompt`` say so
+    rather than fail; a stage never sends such a call."""
+
+
 class ConfigError(EvalnbError):
     """A parameters file or value is wrong (names the file or key)."""
 
@@ -41,6 +47,6 @@ class FingerprintMismatch(EvalnbError):
 
 
 class EndpointFailure(EvalnbError):
-    """An endpoint refused a stage's calls for reasons of its own (reading 30): its calls were
+    """An endpoint refused a stage's calls for reasons of its own: its calls were
     stopped, its items stay unanswered and nothing was scored. The message is the one line
     the command ends with (exit status 1)."""

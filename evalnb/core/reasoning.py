@@ -1,4 +1,4 @@
-"""Reasoning kept apart from the answer (spec README reading 26).
+"""Reasoning kept apart from the answer.
 
 The protocol's ``response`` is the answer text. Reasoning a provider returns apart from it
 (OpenAI-compatible ``reasoning_content``, Anthropic ``thinking`` blocks, Gemini thought
@@ -86,7 +86,7 @@ def reasoning_summary(names: Mapping[str, str], stores: Mapping[str, Mapping[str
                       ) -> dict[str, dict[str, dict[str, int]]]:
     """Per stage and model (``names``: endpoint -> model), over the calls made: how many
     returned reasoning apart (and its characters in all), and how many responses began with
-    a think block, kept and stripped (reading 26)."""
+    a think block, kept and stripped."""
     out: dict[str, dict[str, dict[str, int]]] = {}
     for stage, records in stores.items():
         rows: dict[str, dict[str, int]] = {}

@@ -1,7 +1,7 @@
 """Judge replies: every parser, and the one helper that turns a completion into a verdict.
 
 A reply without a usable verdict is a judge failure: infrastructure, resumable, never a
-zero (readings 8 and 17). :func:`verdict_of` is the only place that says so: a completion
+zero. :func:`verdict_of` is the only place that says so: a completion
 that is not ``ok`` becomes ``judge_{status}``, a reply its benchmark's parser refuses
 becomes ``failed_parse``, and anything else is an ``ok`` verdict with its score. Each
 benchmark supplies only its parser.
@@ -34,7 +34,7 @@ class JudgeReplyError(ValueError):
 # --- numbers and embedded JSON ------------------------------------------------------------------
 
 def is_json_number(value: Any) -> bool:
-    """A JSON number: an int or float, never a boolean (reading 21)."""
+    """A JSON number: an int or float, never a boolean."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -43,7 +43,7 @@ def as_number(value: Any) -> float | None:
     (``"42"``, ``" -1.5e3 "``; not ``"nan"``, ``"1,000"``, ``"1_000"`` or ``"42 km"``); else None.
 
     The one reading of "a number" for judge replies (judges sometimes quote it) and for
-    answer elements (reading 13's numeric strings on the prediction side).
+    answer elements (the deterministic scorer's numeric strings on the prediction side).
     """
     if is_json_number(value):
         try:

@@ -35,7 +35,7 @@ class EndpointConfig:
     name: str
     base_url: str | None = None
     api_key_env: str | None = None     # the NAME of the variable holding the key
-    reasoning: bool = False            # 32768-token budget instead of 8192 (spec §2)
+    reasoning: bool = False            # 32768-token budget instead of 8192 (WildTrace protocol §2)
     send_temperature: bool = True      # False for models that reject temperature
     caps: dict[str, int] | None = None  # {en, cjk} characters; wins over the caps table
     concurrency: int | None = None     # default: the run's concurrency
@@ -48,10 +48,10 @@ class EndpointConfig:
     approximation: bool = False        # a stand-in, not a model (e.g. an example rater): label outputs
     mode: str = "live"                 # live, or batch: through the provider's batch API (evalnb.execution.batch)
     batch: dict[str, Any] | None = None   # batch mode options: resend, max_requests, max_bytes
-    stream: str | bool = "auto"        # reading 25: auto streams budgets over 16,384 and reasoning models
+    stream: str | bool = "auto"        # transport only: auto streams budgets over 16,384 and reasoning models
     stream_idle_timeout: float = 120.0   # streamed: seconds of silence between events that end an attempt
     max_call_seconds: float = 3600.0   # streamed: seconds one attempt may take in all
-    strip_think: bool = False          # reading 26: drop a leading <think>...</think> from the response
+    strip_think: bool = False          # drop a leading <think>...</think> from the response
     family: str | None = None          # free text (anthropic, qwen ...): for the judges' self-preference; no call changes, not fingerprinted
     role: str = "model"                # where it sits in the parameters, for messages
 
@@ -90,11 +90,11 @@ class RunConfig:
         return [(f"judge{i}", judge) for i, judge in enumerate(self.judges, start=1)]
 
     def response_parts(self) -> dict[str, Any]:
-        """Fingerprint parts from endpoint settings that change what a response is (reading 26:
-        ``strip_think``), beside the benchmark's own parts: the contestant's (a judge's is in
+        """Fingerprint parts from endpoint settings that change what a response is
+        (``strip_think``), beside the benchmark's own parts: the contestant's (a judge's is in
         the shared part's judge panel). Present only when set, so a run that sets none keeps
-        the fingerprint it had before the setting existed. ``stream`` is transport (reading
-        25) and is no part of it."""
+        the fingerprint it had before the setting existed. ``stream`` is transport and is no
+        part of it."""
         return {"strip_think": ["model"]} if self.model.strip_think else {}
 
     @property

@@ -1,6 +1,6 @@
 """Characters, scripts and token estimates: what every layer needs to size a text.
 
-Reading 3 (CJK detection) decides which of a model's two caps applies; the same test picks
+CJK detection (more than 20 ideographs in the first 4000 characters) decides which of a model's two caps applies; the same test picks
 the protocol's characters-per-token figure (about 3.3 for English, 1.5 for CJK text), which
 the estimate, the pacer's reservations and the spending ceiling use before a reply reports
 the real count.
@@ -22,7 +22,7 @@ def cjk_count(text: str) -> int:
 
 
 def cap_kind(document: str) -> CapKind:
-    """Reading 3: more than 20 ideographs in the first 4000 characters selects the cjk cap."""
+    """More than 20 ideographs in the first 4000 characters selects the cjk cap."""
     return "cjk" if cjk_count(document) > CJK_THRESHOLD else "en"
 
 

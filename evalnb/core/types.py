@@ -26,14 +26,27 @@ CompletionStatus = Literal["ok", "refused", "empty"]
 ErrorKind = Literal["transient", "permanent", "endpoint"]
 """``transient``: retried, then resumable; ``permanent``: the item's own final failure (a
 context overflow, a bad request); ``endpoint``: the endpoint refused for reasons of its own
-(reading 30: authentication, permission, an unknown model or route, billing or quota), which
+(authentication, permission, an unknown model or route, billing or quota), which
 says nothing about the item: its calls stop, the item stays unanswered."""
 
 FAILED_ENDPOINT = "failed_endpoint"
-"""The status of a call the endpoint refused for reasons of its own (reading 30). Such a line is
+"""The status of a call the endpoint refused for reasons of its own. Such a line is
 kept in the stage's store (what was sent, the error, the attempts), but it never stands for
 its item: :meth:`evalnb.records.stores.JsonlStore.load` leaves it out, so the item is pending,
 never scored, and the next pass calls it again."""
+
+
+TurnRole = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One earlier turn of a conversation: what the user said or what the model answered.
+    The system prompt is not a turn (``ChatRequest.system``): Anthropic and Gemini carry it
+    apart from the messages, so it is kept apart everywhere."""
+
+    role: TurnRole
+    content: str
 
 
 @dataclass(frozen=True)
@@ -41,19 +54,47 @@ class ChatRequest:
     """One user turn: ``prompt``, the output budget ``max_tokens`` (sent under the endpoint's
     ``token_param``), ``temperature`` (None: the field is not sent at all), an optional
     ``system`` prompt and an optional ``json_schema`` for structured output where the
-    provider supports it."""
+    provider supports it.
+
+    ``history``: the conversation before this turn, oldest first, as the providers' own
+    message lists carry it (an assistant turn is the model's answer, not text pasted into a
+    user message). It starts with a user turn and alternates, ending with an assistant turn,
+    so that ``prompt`` (always the last user turn) follows it: the one shape every API
+    accepts. Empty (the default) is the single-turn request every benchmark sent before."""
 
     prompt: str
     max_tokens: int
     temperature: float | None = None
     system: str | None = None
     json_schema: dict[str, Any] | None = None
+    history: tuple[Turn, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.history, tuple):   # a list given: kept hashable and immutable
+            object.__setattr__(self, "history", tuple(self.history))
+        for i, turn in enumerate(self.history):
+            expected = "user" if i % 2 == 0 else "assistant"
+            if not isinstance(turn, Turn) or turn.role != expected:
+                got = turn.role if isinstance(turn, Turn) else type(turn).__name__
+                raise ValueError(f"ChatRequest.history[{i}]: expected role {expected!r}, got {got!r} (the history "
+                                 "alternates user, assistant, ... and ends with an assistant turn)")
+        if len(self.history) % 2:
+            raise ValueError("ChatRequest.history: ends with a user turn; the last user turn is the prompt")
+
+    def turns(self) -> tuple[Turn, ...]:
+        """The whole conversation as sent: the history, then ``prompt`` as the last user turn."""
+        return (*self.history, Turn("user", self.prompt))
+
+    def text(self) -> str:
+        """Everything the request sends as text (system, every turn): what its length is
+        estimated from."""
+        return "\n".join([*([self.system] if self.system else []), *(t.content for t in self.turns())])
 
 
 @dataclass(frozen=True)
 class Usage:
     """Reported tokens. ``output_tokens`` includes reasoning tokens wherever they are billed as
-    output (reading 20); ``reasoning_tokens`` is their share where the provider reports it.
+    output; ``reasoning_tokens`` is their share where the provider reports it.
     ``estimated``: the reply reported no usage (a stream from a server that ignores
     ``include_usage``), so the counts are the characters-per-token estimate of the prompt and
     the returned text, never a silent zero."""
@@ -90,15 +131,15 @@ class Completion:
     model_route: str | None = None       # the model the endpoint says answered
     request_id: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)   # other provider metadata
-    reasoning: str | None = None         # returned apart from the answer (reading 26): never the text
+    reasoning: str | None = None         # returned apart from the answer: never the text
     think_block: str | None = None       # the text began with <think>...</think>: "kept" or "stripped"
     latency: Latency | None = None
-    streamed: bool = False               # transport only (reading 25): the same completion either way
+    streamed: bool = False               # transport only: the same completion either way
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Spec README reading 6: at most ``max_retries`` retries after the first attempt."""
+    """The one retry policy: at most ``max_retries`` retries after the first attempt."""
 
     max_retries: int = 5
     base_delay: float = 1.0        # seconds before the first retry, doubled each time
@@ -147,6 +188,12 @@ class Call:
     completion (default :func:`answer_fields`); it must return ``status`` and ``text`` (see
     ``Record``). Neither may call a provider: the stages make the call.
 
+    ``needs`` and ``prepare_after``: a chained call (made with ``chained``), which needs the
+    records of other calls of the same stage (the keys in ``needs``) and is prepared from them
+    by ``prepare_after(records)`` once they are all done; its ``prepare`` raises ``NotYet``.
+    The stage makes it in a later round of the same pass, never before, and never when a call
+    it needs did not succeed.
+
     ``sample``: which draw of the same request this call is (a repeat, an autorater's run),
     part of the response cache's key so that K draws stay K calls. ``cached``: False for a
     call whose reply must always be fresh (the response cache neither reads nor keeps it)."""
@@ -155,6 +202,10 @@ class Call:
     endpoint: str                                   # which provider of the pool runs it
     prepare: Callable[[], Prepared]                 # runs when a worker takes the call
     interpret: Callable[[Completion], dict[str, Any]] = answer_fields
+    # A chained call (evalnb.core.chains): the keys of the same stage's calls whose records it
+    # needs, and how it is prepared from them; made only once they are all done.
+    needs: tuple[str, ...] = ()
+    prepare_after: Callable[[Mapping[str, Record]], Prepared] | None = None
     sample: int = 1
     cached: bool = True
 
@@ -162,7 +213,7 @@ class Call:
 # --- statuses ------------------------------------------------------------------------------------
 
 class Status(StrEnum):
-    """What became of an item's response (reading 5, and the file-fed benchmarks' ``missing``)."""
+    """What became of an item's response (the WildTrace protocol's statuses, and the file-fed benchmarks' ``missing``)."""
 
     OK = "ok"
     OUT_OF_CONTEXT = "out_of_context"       # longer than the model's cap: sent to nobody
@@ -229,8 +280,8 @@ class ItemResults:
     mean over repeats; None while unscored); ``attempted`` says whether the contestant had a
     chance at it (a file-fed answer existed, the document fitted); ``judges`` holds each
     item's per-judge (or per-rater-run) scores, for agreement. ``clusters`` names each item's
-    cluster, the unit of randomisation it shares with others (reading 31: the corpus document
-    a task asks about); an item it does not name is its own cluster, the default. ``channels``
+    cluster, the unit of randomisation it shares with others (the corpus document a task
+    asks about); an item it does not name is its own cluster, the default. ``channels``
     holds named per-item outcomes besides the score (``correct``, ``attempted``: 1.0 or 0.0, NaN
     where the item has none yet), each repeats x items like ``values`` and in the same order; a
     :class:`Metric` reads those it names in its ``channels``.

@@ -4,7 +4,7 @@ Every view that says why a run is not complete reads :func:`failure_summary`: th
 stage prints when it ends with failures, the exit-1 and exit-2 lines of ``evalnb run``,
 ``evalnb status``, the report notebook's first cell and ``evalnb show`` (one item's calls).
 
-A *failure* is the latest line of a call (endpoint failures included, reading 30) whose status
+A *failure* is the latest line of a call (endpoint failures included) whose status
 is a failure: ``failed_transient``, ``failed_permanent``, ``failed_endpoint``, or a judge's
 ``failed_parse``, ``judge_refused``, ``judge_empty``. Its *cause* is a short name read from
 its error (:func:`cause_of`): ``connection refused``, ``HTTP 429``, ``authentication (HTTP
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 EXAMPLE_CHARS = 200
 JUDGE_FAILURES = frozenset({"failed_parse", "judge_refused", "judge_empty"})
-ANSWERED = frozenset({"ok", "refused", "empty"})   # the contestant said something (reading 5)
+ANSWERED = frozenset({"ok", "refused", "empty"})   # the contestant said something
 
 # Error codes evalnb gives failures that carry no HTTP status, as a reader names them.
 CODE_NAMES = {"connection_refused": "connection refused", "dns_failure": "DNS failure",
@@ -107,7 +107,7 @@ class EndpointFailures:
     stage: str
     endpoint: Endpoint
     causes: list[Cause]
-    stopped: Mapping[str, Any] | None = None   # its latest endpoint failure (reading 30), if any
+    stopped: Mapping[str, Any] | None = None   # its latest endpoint failure, if any
 
     @property
     def count(self) -> int:
@@ -201,7 +201,7 @@ def dominant(summary: Sequence[EndpointFailures]) -> tuple[EndpointFailures, Cau
 
 
 def stop_line(stopped: Sequence[EndpointFailures], unanswered: int | None = None) -> str:
-    """The one line a command ends with after an endpoint failure (reading 30, exit 1)."""
+    """The one line a command ends with after an endpoint failure (exit 1)."""
     parts = []
     for entry in stopped:
         error = (entry.stopped or {}).get("error") or {}

@@ -1,4 +1,4 @@
-"""The first endpoint failure stops its endpoint's calls for the rest of the stage (reading 30).
+"""The first endpoint failure stops its endpoint's calls for the rest of the stage.
 
 An endpoint that refuses a request for reasons of its own (a key it rejects, a model or route
 it does not have, an exhausted account: :mod:`evalnb.providers.failures`) would refuse every

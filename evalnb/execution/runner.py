@@ -145,7 +145,7 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
 
     At most ``concurrency`` calls are in flight at once across all providers, and at most
     each provider's own ``concurrency`` for that provider. ``stage``: the name the command's
-    terminal shows (default ``desc``). An endpoint's first endpoint failure (reading 30) stops
+    terminal shows (default ``desc``). An endpoint's first endpoint failure stops
     its calls (:mod:`evalnb.execution.endpoint_gate`); the calls it did not make stay without a
     record. ``stopped``: the stage's stopped endpoints, when the stage runs calls in more than one
     round (batch mode): an endpoint already in it sends nothing, and one that stops here is added.

@@ -79,7 +79,8 @@ def panel_reliability(cmp: Comparison) -> pd.DataFrame | None:
         matrix, clusters, unit = stacked(cmp, runs, labels)
         alpha = reliability.alpha_interval(matrix, n_boot=cmp.n_boot, seed=cmp.seed, clusters=clusters, unit=unit)
         offsets = reliability.judge_offsets(matrix, n_boot=cmp.n_boot, seed=cmp.seed, clusters=clusters, unit=unit)
-        rows.append({"model": who, "judge": "panel", "number": "alpha", "n": len(matrix), **raw("estimate", alpha)})
+        rows.append({"model": who, "judge": "panel", "number": "alpha", "n": len(matrix), **raw("estimate", alpha),
+                     "note": reliability.alpha_note(len(set(clusters)))})
         rows += [{"model": who, "judge": label, "number": "offset", "n": o.n, **raw("estimate", o)}
                  for label, o in zip(labels, offsets)]
     table = pd.DataFrame(rows)

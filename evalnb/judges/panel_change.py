@@ -12,7 +12,7 @@ is named.
 For each matched model, the first headline metric under each panel (its value as every view
 computes a declared metric: :func:`evalnb.stats.intervals.metric_value`, channels included) and the
 shift (second minus first) with a paired interval; and Kendall's tau-b between the two panels'
-orders with its interval. Both intervals are added statistics (reading 31), so they come from
+orders with its interval. Both intervals are added statistics, so they come from
 the compare's cluster bootstrap (:mod:`evalnb.stats.clustered`, through
 :func:`evalnb.comparison.joint.joint_bootstrap`, as the leaderboard's pairs and ranks do): every
 replicate draws the benchmark's clusters (``ItemResults.clusters``: the corpus documents its
@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from evalnb.stats import reliability, intervals as stats
+from evalnb.stats import reliability, smallsample, intervals as stats
 from evalnb.stats.ranks import average_ranks
 from evalnb.records.fingerprint import differing, moved_to_shared
 from evalnb.records.stores import read_json_if_exists
+from evalnb.views.labels import estimate_title
 from evalnb.views.tables import Estimate, Layout, readable
 from evalnb.core.types import Metric
 from evalnb.views.words import plural
@@ -88,6 +89,19 @@ def counted(joint: Joint, keys: Sequence[str], metric: str, n_items: int) -> tup
     return int(used.sum()), int(len(np.unique(joint.design.item_cluster[used])))
 
 
+def small_sample_note(joint: Joint, n_clusters: int) -> tuple[bool, str | None]:
+    """Whether the row's intervals are withheld (fewer clusters than the minimum, or a stratum of
+    one cluster), and the note saying so or that they are approximate
+    (:mod:`evalnb.stats.smallsample`)."""
+    held = smallsample.support(joint.design.cluster_stratum, np.ones(joint.design.n_clusters, bool),
+                               joint.cluster_noun)
+    if held.withheld or n_clusters < smallsample.MIN_CLUSTERS:
+        return True, f"intervals {held.withheld or f'withheld: {n_clusters} clusters'}"
+    if n_clusters < smallsample.APPROXIMATE_BELOW:
+        return False, f"approximate intervals: {n_clusters} {plural(joint.cluster_noun)} (under {smallsample.APPROXIMATE_BELOW})"
+    return False, None
+
+
 def panel_change(cmp: Comparison) -> pd.DataFrame | None:
     """Each model's score under both panels and its shift, and Kendall's tau-b between the two
     panels' orders, with cluster-bootstrap intervals, n and the number of clusters (None: not
@@ -120,12 +134,16 @@ def panel_change(cmp: Comparison) -> pd.DataFrame | None:
     rows = []
     for (a, b), (ka, kb), pa, pb, rank_a, rank_b in zip(matched, keys, first, second, ranks_a, ranks_b):
         n, n_clusters = counted(joint, (ka, kb), metric.name, len(ids))
+        withheld, note = small_sample_note(joint, n_clusters) if draws is not None else (False, None)
         shift = reliability.interval(None if pa is None or pb is None else pb - pa,
-                                     none if draws is None else draws[kb] - draws[ka], n, cmp.n_boot, cmp.seed, noun)
+                                     none if draws is None or withheld else draws[kb] - draws[ka], n, cmp.n_boot,
+                                     cmp.seed, noun)
+        shown_tau = reliability.interval(tau.mean, none, tau.n, cmp.n_boot, cmp.seed, noun) if withheld else tau
         rows.append({"model": a.label, "metric": metric.name, "panel_a": pa, "panel_b": pb,
                      **raw("shift", shift),
                      "n": n, "n_clusters": n_clusters, "rank_a": rank_a, "rank_b": rank_b,
-                     "answers_differ": answers_differ(a, b), **raw("kendall_tau", tau), "cluster": noun})
+                     "answers_differ": answers_differ(a, b), **raw("kendall_tau", shown_tau), "cluster": noun,
+                     **({"note": note} if note else {})})
     table = pd.DataFrame(rows)
     cmp.tables["panel_change"] = table
     unmatched = sorted({r.model for r in cmp.runs} ^ {r.model for r in cmp.panel_b})
@@ -149,8 +167,7 @@ def resampled(metric: Metric, n_clusters: int | None, noun: str, n_strata: int) 
 def change_layout(noun: str) -> Layout:
     """The table as shown: the shift with its n, the clusters (``noun``) beside it, the ranks,
     and Kendall's tau-b (one number for the table, on every row)."""
-    return Layout((Estimate("shift (B - A) [95% CI]", "shift", "shift_low", "shift_high", "n"),
-                   Estimate("Kendall's tau-b [95% CI]", "kendall_tau", "kendall_tau_low", "kendall_tau_high")),
-                  hidden=("cluster",), rename={"n_clusters": plural(noun), "panel_a": "panel A", "panel_b": "panel B",
-                                               "rank_a": "rank A", "rank_b": "rank B"},
+    return Layout((Estimate(estimate_title("shift"), "shift", "shift_low", "shift_high", "n"),
+                   Estimate(estimate_title("kendall_tau"), "kendall_tau", "kendall_tau_low", "kendall_tau_high")),
+                  hidden=("cluster",), rename={"n_clusters": plural(noun)},
                   fractions=("panel_a", "panel_b"))

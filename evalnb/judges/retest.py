@@ -122,7 +122,7 @@ def summary(config: RunConfig, protocol: Mapping[str, Record], retests: Mapping[
         judges[names.get(judge, judge)] = {
             "answers": len(items), "verdicts": int((~np.isnan(matrix)).sum()),
             "failed": sum(1 for r in retests.values() if r["endpoint"] == judge and r.get("status") != "ok"),
-            **{name: as_json(v) for name, v in numbers.items()}}
+            **{name: as_json(v) for name, v in numbers.items()}, "note": reliability.retest_note(len(items))}
     out: dict[str, Any] = {"sample": spec.get("sample"), "repeats": spec.get("repeats"), "seed": seed,
                            "n_boot": n_boot, "calls": len(retests), "judges": judges}
     panel = _panel_share(matrices, n_boot, seed)

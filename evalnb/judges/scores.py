@@ -95,6 +95,7 @@ def panel_statistics(config: Mapping[str, Any], results: ItemResults, lengths: M
     if is_panel(config, results):
         out["alpha"] = as_json(reliability.alpha_interval(matrix, n_boot=n_boot, seed=seed, clusters=clusters,
                                                           unit=unit))
+        out["alpha"]["note"] = reliability.alpha_note(len(set(clusters)) if clusters is not None else len(ids))
         offsets = reliability.judge_offsets(matrix, n_boot=n_boot, seed=seed, clusters=clusters, unit=unit)
         out["offsets"] = {label: as_json(o) for label, o in zip(labels, offsets)}
     with_length = [k for k, i in enumerate(ids) if i in lengths]

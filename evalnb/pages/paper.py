@@ -78,6 +78,8 @@ def _scrub(output: Any, folder: Path, roots: Sequence[Path]) -> None:
 
 def _stray(output: Any) -> bool:
     data = output.get("data") or {}
+    if output.get("output_type") == "display_data" and not data:   # a cleared progress bar
+        return True
     return output.get("output_type") == "execute_result" and set(data) == {"text/plain"} and \
         bool(_STRAY.match(_join(data["text/plain"]).strip()))
 
@@ -95,12 +97,20 @@ def _empty_reason(cells: Sequence[Any]) -> str | None:
     if not code:
         return None
     for cell in code:
+        if not _ran(cell):   # never ran: not "empty", just not there (the run does not render)
+            return None
         for output in cell.get("outputs", []):
             found = _EMPTY.search(_join((output.get("data") or {}).get("text/html", "")))
             if found is None:
                 return None
             reasons.append(html.unescape(found.group(1)))
     return "; ".join(dict.fromkeys(reasons)) or "nothing to show"
+
+
+def _ran(cell: Any) -> bool:
+    """The cell was executed to its end (papermill's status; a notebook run by hand: its count)."""
+    status = (cell.metadata.get("papermill") or {}).get("status")
+    return status == "completed" if status else cell.get("execution_count") is not None
 
 
 def _about(cell: Any) -> None:

@@ -14,7 +14,7 @@ from nbconvert import HTMLExporter
 
 from evalnb.records.call_times import call_times_text, run_call_times
 from evalnb.records.fingerprint import thing_names
-from evalnb.records.stores import read_json_if_exists
+from evalnb.records.stores import read_json_if_exists, write_text
 
 # Scripts that load code from a CDN (require.js, MathJax, mermaid): the page must stand alone.
 _REMOTE_SCRIPT = re.compile(r'<script\b[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>'
@@ -74,7 +74,7 @@ def record_html(notebook: Path) -> Path:
     """The executed record as HTML beside it, exactly as executed (the run's own copy)."""
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
     target = notebook.with_suffix(".html")
-    target.write_text(body, "utf-8")
+    write_text(target, body)   # whole or not at all
     return target
 
 
@@ -92,7 +92,7 @@ def render_notebook(notebook: Path, target: Path, *, no_input: bool, header: str
     # Self-contained: drop remote scripts (MathJax, require.js); figures are embedded PNGs.
     body = _REMOTE_SCRIPT.sub("", body)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(body, "utf-8")
+    write_text(target, body)   # whole or not at all
     return target
 
 

@@ -85,7 +85,7 @@ def latency_table(run: Run) -> pd.DataFrame:
 
 def reasoning_table(run: Run) -> pd.DataFrame:
     """Per stage and model: calls that returned reasoning apart from the answer (recorded,
-    never judged), and responses that began with an inline think block (reading 26)."""
+    never judged), and responses that began with an inline think block."""
     columns = ["stage", "model", "calls", "with_reasoning", "reasoning_chars", "think_block_kept",
                "think_block_stripped"]
     rows = [{"stage": stage, "model": model, **row}

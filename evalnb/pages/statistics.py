@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from evalnb.stats.pairwise import P_METHOD, PairedDifference
+from evalnb.views.labels import metric_words
 from evalnb.views.pairwise import pairwise_frame
 from evalnb.views.tables import intervals_layout, readable
 from evalnb.views.words import plural
@@ -24,8 +25,10 @@ from evalnb.comparison import compare, joint as joint_stats, leaderboard
 from evalnb.pipeline.run import Run, scores as run_scores
 
 
-# The protocol's estimate with its n, and (when items share clusters) the cluster-bootstrap interval.
-UNCERTAINTY_LAYOUT = intervals_layout(["value", "cluster_bootstrap"], n={"value": "n"}, fractions=("within_item_variance",))
+# The protocol's estimate with its n, (when items share clusters) the cluster-bootstrap interval, the
+# clustered SE's t interval and, for a bounded mean, Wilson's interval on the effective n.
+UNCERTAINTY_LAYOUT = intervals_layout(["value", "cluster_bootstrap", "clustered_t", "bounded"], n={"value": "n"},
+                                      fractions=("within_item_variance",))
 
 
 def uncertainty_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -49,9 +52,32 @@ def uncertainty_rows(scores: Mapping[str, Any]) -> list[dict[str, Any]]:
             cluster_ci = entry["cluster_ci"]
             row |= {"cluster_bootstrap": cluster_ci["mean"], "cluster_bootstrap_low": cluster_ci["low"],
                     "cluster_bootstrap_high": cluster_ci["high"]}
+        row |= small_sample_cells(metric.get("value"), ci, entry, clusters)
         row[clusters] = entry["n_clusters"]
         rows.append(row)
     return rows
+
+
+def small_sample_cells(value: Any, ci: Mapping[str, Any], entry: Mapping[str, Any], clusters: str) -> dict[str, Any]:
+    """The t interval of the clustered SE, Wilson's for a bounded mean, and a note saying when
+    an interval is approximate (few clusters), withheld, or of zero width, and why."""
+    row: dict[str, Any] = {}
+    t_ci, wilson = entry.get("t_ci") or {}, entry.get("bounded_ci")
+    if t_ci:
+        row |= {"clustered_t": value, "clustered_t_low": t_ci.get("low"), "clustered_t_high": t_ci.get("high")}
+    if wilson:
+        row |= {"bounded": value, "bounded_low": wilson["low"], "bounded_high": wilson["high"]}
+    notes = [t_ci["note"]] if t_ci.get("note") else []
+    if t_ci.get("approximate") and "cluster_ci" in entry and not t_ci.get("note"):
+        notes.append(f"cluster bootstrap approximate: {entry['n_clusters']} {clusters}")
+    if ci.get("low") is not None and ci.get("low") == ci.get("high"):
+        notes.append("protocol interval of zero width: every resample gave the same value"
+                     + ("; see Wilson's" if wilson else ""))
+    if entry.get("se") == 0:
+        notes.append("SE 0: every item scored the same")
+    if notes:
+        row["note"] = "; ".join(notes)
+    return row
 
 
 def standard_errors(run: Run) -> pd.DataFrame | None:
@@ -71,6 +97,7 @@ def pairwise_table(cmp: compare.Comparison) -> pd.DataFrame:
         built = pd.DataFrame([p.as_dict() for p in pairs], columns=list(PairedDifference.__dataclass_fields__))
         built["alpha"], built["power"], built["cluster"] = cmp.alpha, cmp.power, joint.cluster_noun
         built["p_method"] = P_METHOD
+        built["t_delta"] = built["delta"]   # the t interval's own cell (shown beside the bootstrap's)
         cmp.tables["pairwise"] = built
     table: pd.DataFrame = cmp.tables["pairwise"]
     return table
@@ -88,4 +115,4 @@ def pairwise(cmp: compare.Comparison) -> pd.DataFrame | None:
     table = pairwise_table(cmp)
     if not len(table):
         return None
-    return pairwise_frame(table)
+    return pairwise_frame(table, metric_words(cmp.benchmark.metrics()))

@@ -15,6 +15,8 @@ from typing import Any
 
 from evalnb.core.run_config import RunConfig
 from evalnb.records.stores import JsonlStore
+from evalnb.core.chains import preview
+from evalnb.core.errors import NotYet
 from evalnb.core.tokens import estimate_tokens
 from evalnb.core.types import CALL_STAGES, Prepared, Record
 from evalnb.execution.batch.journal import batched_keys
@@ -61,7 +63,7 @@ def usage_by_stage(config: RunConfig, stores: Mapping[str, Mapping[str, Record]]
             row["attempts"] += record["attempts"]
             usage = record.get("usage") or {}
             row["input_tokens"] += usage.get("input_tokens", 0)
-            # Reasoning tokens are already inside output_tokens (reading 20): shown, not added.
+            # Reasoning tokens are already inside output_tokens: shown, not added.
             row["output_tokens"] += usage.get("output_tokens", 0)
             row["reasoning_tokens"] += usage.get("reasoning_tokens") or 0
             if usage.get("estimated"):   # the reply reported none: counted from the texts (not a zero)
@@ -127,11 +129,17 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
 
     Judge calls for answers not generated yet assume every in-scope task is answered with
     ``assumed_response_chars`` characters (as long as a judge prompt keeps of a response):
-    an upper bound. Output tokens are the requests' budgets: also an upper bound.
+    an upper bound. Output tokens are the requests' budgets: also an upper bound. A chained
+    call whose needs are not answered yet (turn 2 of a conversation) is counted from its
+    declaration, its prompt estimated on answers of that assumed length: the row's
+    ``awaiting_answers`` says how many such calls it holds.
     """
     names = endpoint_names(config)
     modes = {names.get(role, role): e.mode for role, e in (("model", config.model), *config.judge_roles())}
     rows: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def assumed(key: str) -> Record:
+        return {"key": key, "status": "ok", "text": "x" * assumed_response_chars, "placeholder": True}
 
     def tally(stage: str, calls: Any, done: Any) -> dict[str, Prepared]:
         """Count one stage's calls into ``rows``; return the prepared calls still to run."""
@@ -151,12 +159,21 @@ def estimate(config: RunConfig, bench: Any, tasks: Any, run_dir: Path,
             if call.key in held:   # submitted in a batch still running: paid for, not made again
                 r["in_batches"] += 1
                 continue
-            pending[call.key] = prepared = call.prepare()
+            # A chained call whose needs are not answered: prepared on assumed answers, said so.
+            call, awaits = preview(call, {k: v for k, v in stored.items() if done(v)}, assumed)
+            if awaits:
+                r["awaiting_answers"] = r.get("awaiting_answers", 0) + 1
+            try:
+                pending[call.key] = prepared = call.prepare()
+            except NotYet:   # a benchmark's own "not yet": a call to make, its size unknown
+                r["awaiting_answers"] = r.get("awaiting_answers", 0) + (0 if awaits else 1)
+                r["to_make"] += 1
+                continue
             if prepared.request is None:
                 r["skipped_no_call"] += 1
             else:
                 r["to_make"] += 1
-                r["est_input_tokens"] += estimate_tokens(prepared.request.prompt)
+                r["est_input_tokens"] += estimate_tokens(prepared.request.text())
                 r["max_output_tokens"] += prepared.request.max_tokens
         return pending
 

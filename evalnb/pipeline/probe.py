@@ -1,4 +1,4 @@
-"""Probe a model's real context window in characters (spec §3: "probe its real window").
+"""Probe a model's real context window in characters (protocol §3: "probe its real window").
 
 A binary search on documents cut from the run's own corpus (:mod:`evalnb.pipeline.probe_text`),
 separately for English and CJK text, sending the real answer prompt with a small output
@@ -93,7 +93,7 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
     reserves that budget from the window (OpenAI, Anthropic, vLLM) or not (llama.cpp's
     server shortens the budget; Gemini counts input alone). Where it does, the cap is the
     accepted length less the run's budget in this text's characters per token, measured from
-    the input tokens the endpoint reported for the accepted probes (the spec's figure where
+    the input tokens the endpoint reported for the accepted probes (the protocol's figure where
     it reported none, and the result says so).
     """
 
@@ -176,12 +176,12 @@ def probe_window(config: RunConfig, *, upper: dict[str, int] | None = None,
 def chars_per_token(seen: list[tuple[int, int | None]], kind: CapKind) -> tuple[float, str]:
     """Characters per input token of the probe text: the slope between the shortest and
     the longest accepted probes whose usage was reported (the prompt's own tokens cancel),
-    else the spec's figure for the script."""
+    else the protocol's figure for the script."""
     reported = sorted((chars, tokens) for chars, tokens in seen if tokens)
     if len(reported) >= 2 and reported[-1][1] > reported[0][1] and reported[-1][0] > reported[0][0]:
         (c0, t0), (c1, t1) = reported[0], reported[-1]
         return round((c1 - c0) / (t1 - t0), 3), "measured from the reported input tokens"   # type: ignore[operator]
-    return CHARS_PER_TOKEN[kind], "the spec's figure: the endpoint reported no input tokens"
+    return CHARS_PER_TOKEN[kind], "the protocol's figure: the endpoint reported no input tokens"
 
 
 def caps_entry(results: list[WindowProbe]) -> dict[str, int]:

@@ -1,11 +1,11 @@
 """The text a window probe sends: the run's own corpus, so the cap it finds is one that
-real documents of that corpus fit (issue 30).
+real documents of that corpus fit.
 
 A model's window is counted in tokens, and characters per token depend on the text: the
 old synthetic filler (short English words from a list) ran about 6.5 characters a token
 against a real tokenizer, the sample's documents 3.7 to 4.0, so a cap probed on filler let
 through documents half again too long. The probe therefore builds each probe document from
-the corpus: the longest documents of the cap kind being probed (reading 3), concatenated
+the corpus: the longest documents of the cap kind being probed, concatenated
 (longest first) and repeated as needed, cut to the length tried. Only a kind the corpus has
 no document of (an English-only corpus has no CJK text) falls back to a built-in paragraph
 of natural prose in that script, and the result says which text was used.

@@ -34,11 +34,12 @@ from evalnb.records.fingerprint import SHARED, SHARED_KEYS, fingerprint, in_forc
 from evalnb.records.manifest import store_digest
 from evalnb.core.jsondiff import as_json, difference_lines, differences, short
 from evalnb.records.stores import JsonlStore, read_json_if_exists, write_json
+from evalnb.core.chains import bound
 from evalnb.core.types import Call, Completion, Record
 from evalnb.execution.batch.journal import CALLS_DIR, JOURNAL_NAME
 from evalnb.pipeline.accounting import usage_by_stage
 from evalnb.evidence.items import EVIDENCE_FILE, TASKS_PAGE
-from evalnb.pipeline.run import Run, load_config
+from evalnb.pipeline.run import Run, load_config, narrowed
 from evalnb.pipeline.stages import scores_document, write_evidence, write_responses
 
 STORES = ("generate", "judge")
@@ -85,7 +86,7 @@ def open_recorded(run_dir: Path, scratch: Path, sets: Sequence[str], label: str)
         return f"{_name(run_dir, label, missing)}: missing: the run cannot be recomputed without it"
     try:
         config, bench = load_config(config_json, sets)
-        benchmark: Benchmark = bench(config, recorded.get("parts"))
+        benchmark: Benchmark = narrowed(bench(config, recorded.get("parts")), config)   # the run's own subset
     except EvalnbError as e:
         return Unchecked(f"{_name(run_dir, label, 'config.json')}: could not check: the run's inputs cannot be read "
                          f"({e}); give where they are now with --set KEY=PATH")
@@ -169,6 +170,10 @@ def check_records(run_dir: Path, label: str, run: Run, stores: Mapping[str, Mapp
             record = stores[stage].get(call.key)
             if record is None:
                 continue   # not made (yet): the scores say so
+            if any(k not in stores[stage] for k in call.needs):
+                lines.append(Unchecked(f"{name}: {call.key}: could not check: a call it needs has no record"))
+                continue
+            call = bound(call, stores[stage])   # a chained call, from the records it was made from
             try:
                 expected = as_json(_replayed(call, record, read_reply=stage == "judge"))
             except (EvalnbError, OSError) as e:

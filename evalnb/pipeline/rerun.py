@@ -1,8 +1,9 @@
 """What ``evalnb run`` has to do in a run directory that has run before, decided from the
 stores before any stage notebook is executed.
 
-A record says only what happened. A stage whose work is all in its store and whose executed
-notebook stands (complete, no failed cell) is not executed again: its notebook, its HTML and
+A record says only what happened. A stage whose work is all in its store, whose executed
+notebook stands (complete, no failed cell) and which finished (the manifest records it ran to
+its last cell, :mod:`evalnb.records.completion`) is not executed again: its notebook, its HTML and
 its manifest entry stay byte for byte as they were. From the stores:
 
 - **generate** has nothing to do when every call the benchmark lists has a done record
@@ -41,6 +42,7 @@ from typing import Any
 
 from evalnb.core.errors import EvalnbError
 from evalnb.core.jsondiff import as_json, differences
+from evalnb.records import completion
 from evalnb.records.manifest import store_digest, utc_now
 from evalnb.records.stores import read_json_if_exists
 from evalnb.core.types import Call, Record
@@ -80,7 +82,7 @@ def plan(run: Run, records: Mapping[str, Path], *, forced: bool = False) -> Plan
         stores = stage_records(run)
         for stage in stages:
             given = standing_config(records[stage])
-            if given is _NO_RECORD or has_work(run, stage, stores):
+            if given is _NO_RECORD or not completion.finished(run.dir, stage) or has_work(run, stage, stores):
                 break
             standing.append((stage, given))
     except EvalnbError:   # a store that cannot be read: the stage itself says so, in its record

@@ -66,7 +66,8 @@ def judge_retest_table(run: Run) -> pd.DataFrame | None:
     if not section:
         return None
     rows = [{"judge": judge, "answers": j["answers"], "verdicts": j["verdicts"], "failed": j["failed"],
-             **stored_columns("retest_sd", j["retest_sd"]), **stored_columns("noise_share", j["noise_share"])}
+             **stored_columns("retest_sd", j["retest_sd"]), **stored_columns("noise_share", j["noise_share"]),
+             **({"note": j["note"]} if j.get("note") else {})}   # few answers: the interval is approximate
             for judge, j in section["judges"].items()]
     if "panel_noise_share" in section:
         rows.append({"judge": "panel (item score)", **stored_columns("retest_sd", None),
@@ -89,7 +90,7 @@ def run_reliability(run: Run) -> pd.DataFrame | None:
     if "alpha" not in section:
         return None
     rows = [{"number": "Krippendorff's alpha (interval)", "judge": "panel", **stored_columns("estimate", section["alpha"]),
-             "n": section["alpha"]["n"]}]
+             "n": section["alpha"]["n"], **({"note": section["alpha"]["note"]} if section["alpha"].get("note") else {})}]
     rows += [{"number": "offset from the panel mean", "judge": label, **stored_columns("estimate", o), "n": o["n"]}
              for label, o in section["offsets"].items()]
     return readable(pd.DataFrame(rows).set_index(["number", "judge"]), intervals_layout(["estimate"], n={"estimate": "n"}))

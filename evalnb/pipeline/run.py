@@ -109,8 +109,13 @@ def make_benchmark(config: RunConfig, bench: type[Benchmark]) -> Benchmark:
     """The run's benchmark, built once: it checks its own parameters and loads its inputs.
     It is told what a run being resumed recorded (e.g. the date a rating header keeps)."""
     recorded = read_json_if_exists(config.output_dir / "fingerprint.json")
-    benchmark = bench(config, recorded["parts"] if recorded else None)
-    if config.subset:   # part of the data only (evalnb run --limit/--items)
+    return narrowed(bench(config, recorded["parts"] if recorded else None), config)
+
+
+def narrowed(benchmark: Benchmark, config: RunConfig) -> Benchmark:
+    """``benchmark`` over the run's subset of the data (``evalnb run --limit/--items``), if
+    it has one: every process that opens the run (a stage, ``verify``) must see the same items."""
+    if config.subset:
         tasks = benchmark.tasks
         try:
             benchmark.tasks = subset.select(tasks, config.subset, [t.task_id for t in tasks], config.source)  # type: ignore[misc]
@@ -126,7 +131,7 @@ def open_run(source: str | Path | Mapping[str, Any], sets: Sequence[str] = (), *
 
     Everything is validated before anything is written (with ``require_keys``, that every
     named key variable is set too); resuming into a run started under a different
-    fingerprint is refused (reading 11). Meanwhile the endpoints' SDKs are imported in the
+    fingerprint is refused. Meanwhile the endpoints' SDKs are imported in the
     background (``prefetch_sdks=False`` in a process that makes no call: ``evalnb run``,
     whose kernel makes them).
 

@@ -19,7 +19,8 @@ from evalnb.records import lock
 from evalnb.core.errors import EndpointFailure
 from evalnb.records.manifest import stage_entry, store_digest, update_manifest, utc_now
 from evalnb.records.stores import latest_of, read_json_if_exists, write_json
-from evalnb.core.types import CALL_STAGES, Call, Record
+from evalnb.core.chains import ready_calls
+from evalnb.core.types import CALL_STAGES, FAILED_ENDPOINT, Call, Record
 from evalnb.records.validation import checked_calls
 from evalnb.execution import run_stage_calls
 from evalnb.execution.batch.journal import in_flight
@@ -60,14 +61,24 @@ def _writes(doing: str) -> Callable[[StageFunction], StageFunction]:
 
 def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, EndpointConfig], done: Any,
            after: Callable[[Run], None] | None = None) -> Counter[str]:
-    """Run the stage's calls and record them, then ``after``; an endpoint failure (reading 30) ends it there."""
+    """Run the stage's calls and record them, then ``after``; an endpoint failure ends it there."""
     store = run.store(name)   # parsed here, once; kept up with this pass's appends
     started, before = utc_now(), len(store.lines())   # this pass's lines come after
-    calls = checked_calls(calls, type(run.benchmark).NAME, name, type(run.benchmark).STATUSES)   # bad records fail their call
     cache = open_call_cache(run.config, endpoints)   # the response cache, unless the run turns it off
-    counts = run_blocking(lambda: run_stage_calls(
-        calls, endpoints, store, run.dir, policy=run.config.retry, concurrency=run.config.concurrency, done=done,
-        stage=name, budget=Budget.open(run.config), cache=cache))   # the ceiling, with what the records say is spent
+    counts: Counter[str] = Counter()
+    waiting = calls
+    while waiting:   # in rounds: a chained call once what it needs is recorded (evalnb.core.chains)
+        ready, waiting = ready_calls(waiting, store.load(), done)
+        if not ready:
+            break   # what is left waits for a need that failed or was not made: pending
+        checked = checked_calls(ready, type(run.benchmark).NAME, name, type(run.benchmark).STATUSES)   # bad records fail their call
+        made = run_blocking(functools.partial(
+            run_stage_calls, checked, endpoints, store, run.dir, policy=run.config.retry,
+            concurrency=run.config.concurrency, done=done, stage=name,
+            budget=Budget.open(run.config), cache=cache))   # the ceiling, with what the records say is spent
+        counts += made
+        if made.get(FAILED_ENDPOINT):
+            break   # the endpoint stopped its calls: no later round sends more to it
     say(outcome_line(name, len(calls), counts, _calls_in_flight(run, name)))
     for line in cache_lines(cache, store.lines()[before:], name):
         say(line)
@@ -158,19 +169,42 @@ def judge_names(run: Run) -> dict[str, str]:
 
 
 def write_responses(run: Run) -> None:
+    """``responses.json``: one row per item. An item of one call (keyed by its id) is that
+    call's record; an item of several calls (keyed ``ID::NAME``: the turns of a conversation)
+    lists each under ``calls``, in the benchmark's order, named as the benchmark names them,
+    and its ``status`` is that of its first call not ``ok`` (``ok`` once every call is)."""
     stored = responses(run)
+    item_calls = calls_of_items(run.benchmark.generation_calls())
     rows = []
     for task in run.tasks:
-        record = dict(stored.get(task.task_id) or {"status": "pending"})
-        record.pop("key", None)
-        record["task_id"] = task.task_id
-        record["response"] = record.pop("text", None)
-        rows.append(record)
+        keys = item_calls.get(task.task_id, [task.task_id])
+        if keys == [task.task_id]:
+            rows.append(_response_row(stored.get(task.task_id), {"task_id": task.task_id}))
+            continue
+        calls = [_response_row(stored.get(key), {"call": key.partition("::")[2] or key}) for key in keys]
+        status = next((c["status"] for c in calls if c["status"] != "ok"), "ok")
+        rows.append({"status": status, "task_id": task.task_id, "calls": calls})
     write_json(run.path("responses.json"), {
         "benchmark": run.config.benchmark, "run_name": run.config.run_name,
         "model": {"provider": run.config.model.provider, "name": run.config.model.name},
         **({"label": OFFLINE_LABEL} if run.config.offline else {}),
         "records": rows})
+
+
+def _response_row(record: Record | None, name: Mapping[str, str]) -> dict[str, Any]:
+    row = dict(record or {"status": "pending"})
+    row.pop("key", None)
+    row.update(name)
+    row["response"] = row.pop("text", None)
+    return row
+
+
+def calls_of_items(calls: Iterable[Call]) -> dict[str, list[str]]:
+    """Item id -> the keys of its calls, in order: a key ``ID::NAME`` belongs to item ``ID``."""
+    grouped: dict[str, list[str]] = defaultdict(list)
+    for call in calls:
+        grouped[call.key.partition("::")[0]].append(call.key)
+    return dict(grouped)
 
 
 def status_table(run: Run) -> pd.DataFrame:

@@ -41,7 +41,7 @@ REGISTRY: dict[str, ProviderSpec] = {
 }
 PROVIDERS = tuple(REGISTRY)
 BATCH_PROVIDERS = tuple(name for name, spec in REGISTRY.items() if spec.batch)
-# Through their SDKs' streaming APIs (reading 25), and so with stream and strip_think settings.
+# Through their SDKs' streaming APIs, and so with stream and strip_think settings.
 STREAMING_PROVIDERS = BATCH_PROVIDERS
 
 
@@ -103,7 +103,7 @@ def _client_for(endpoint: EndpointConfig) -> Provider | None:
         _sdks_in.wait()   # a prefetch is importing them: never import one from two threads
     concurrency = endpoint.concurrency or 1
     e = endpoint
-    stream = settings_of(endpoint)   # reading 25: when a call streams, its limits; think blocks
+    stream = settings_of(endpoint)   # streaming is transport: when a call streams, its limits; think blocks
     if endpoint.provider == "openai":
         from evalnb.providers.openai_compat import OpenAIProvider
         return OpenAIProvider(e.name, base_url=e.base_url, api_key_env=e.api_key_env, concurrency=concurrency,

@@ -56,7 +56,7 @@ class AnthropicProvider:
     def request_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model, "max_tokens": request.max_tokens,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": [{"role": turn.role, "content": turn.content} for turn in request.turns()],
             # An explicit timeout: without one the SDK refuses non-streaming calls whose
             # max_tokens (32768 for reasoning models) it guesses could exceed ten minutes.
             "timeout": self.timeout,
@@ -71,7 +71,7 @@ class AnthropicProvider:
         return kwargs
 
     async def complete(self, request: ChatRequest) -> Completion:
-        if self.stream.streams(request):   # reading 25: the same request, streamed
+        if self.stream.streams(request):   # streaming is transport: the same request, streamed
             reply = await read_stream(self._client, self.request_kwargs(request), self.stream, sdk_error)
             completion = completion_of(reply.response, request_id=reply.headers.get("request-id"),
                                        headers=rate_limit_headers(reply.headers) if self.observe_quota else {})

@@ -20,7 +20,7 @@ from evalnb.providers.failures import dropped, endpoint_cause, unreached
 from evalnb.core.types import ChatRequest as ChatRequest, Completion as Completion, Usage as Usage
 from evalnb.core.types import CompletionStatus as CompletionStatus, ErrorKind as ErrorKind
 
-# Spec README reading 6 and the provider notes: what is worth retrying.
+# What is worth retrying: a timeout, a conflict, a rate limit, an overload (docs/operations.md, *Retries*).
 TRANSIENT_STATUS = frozenset({408, 409, 429, 529})
 # An error object's type -> the HTTP status it comes with (a stream's error event, a batch
 # result's error carry only the type): Anthropic's types and the OpenAI-compatible ones.
@@ -84,7 +84,7 @@ RAW_BODY_KEPT = 300
 
 
 def malformed_reply(body: object, problem: str) -> ProviderError:
-    """A 200 that is not a well-formed answer of its API (reading 18): transient, retried,
+    """A 200 that is not a well-formed answer of its API: transient, retried,
     with the start of what came back kept (redacted) so the record shows the gateway's page."""
     text = body if isinstance(body, str) else repr(body)
     start = text[:RAW_BODY_KEPT] + ("…" if len(text) > RAW_BODY_KEPT else "")
@@ -114,7 +114,7 @@ def http_error(status: int, message: str, *, code: str | None = None,
                retry_after: float | None = None, error_type: str | None = None,
                details: Any = None) -> ProviderError:
     """The one place an HTTP failure becomes a classified ProviderError: an endpoint's
-    refusal of its own (reading 30, :func:`evalnb.providers.failures.endpoint_cause`, which
+    refusal of its own (:func:`evalnb.providers.failures.endpoint_cause`, which
     also reads the reply's ``error_type`` and Gemini's error ``details``), else transient or
     the item's permanent failure."""
     cause = endpoint_cause(status, message, codes=(code, error_type), details=details)
@@ -141,7 +141,7 @@ def transport_error(error: BaseException) -> ProviderError:
 
 
 def retry_after_seconds(headers: Any, body: Any = None) -> float | None:
-    """The server's retry hint (reading 19): ``retry-after-ms`` or ``retry-after`` (seconds)
+    """The server's retry hint: ``retry-after-ms`` or ``retry-after`` (seconds)
     from response headers, or Google's ``RetryInfo.retryDelay`` (``"1.5s"``) in an error body."""
     delay = _retry_info_delay(body)
     if delay is not None:

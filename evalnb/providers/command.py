@@ -3,7 +3,8 @@
 No shell is involved, so a prompt holding shell metacharacters reaches the program
 unchanged. The request's settings are passed as environment variables:
 ``EVALNB_MODEL``, ``EVALNB_MAX_TOKENS``, ``EVALNB_TEMPERATURE`` (empty when not sent),
-``EVALNB_SYSTEM`` and ``EVALNB_JSON_SCHEMA`` (empty when absent). Exit 0 with text is an
+``EVALNB_SYSTEM``, ``EVALNB_JSON_SCHEMA`` and ``EVALNB_HISTORY`` (a conversation's earlier
+turns as a JSON list of ``{role, content}``), each empty when absent. Exit 0 with text is an
 answer and exit 0 with nothing is ``empty``; a non-zero exit or a timeout is transient
 (retried), with the tail of stderr kept.
 
@@ -61,7 +62,10 @@ class CommandProvider:
                 "EVALNB_MAX_TOKENS": str(request.max_tokens),
                 "EVALNB_TEMPERATURE": "" if request.temperature is None else str(request.temperature),
                 "EVALNB_SYSTEM": request.system or "",
-                "EVALNB_JSON_SCHEMA": json.dumps(request.json_schema) if request.json_schema else ""}
+                "EVALNB_JSON_SCHEMA": json.dumps(request.json_schema) if request.json_schema else "",
+                # the earlier turns of a conversation, oldest first ("" when there are none)
+                "EVALNB_HISTORY": json.dumps([{"role": t.role, "content": t.content} for t in request.history])
+                if request.history else ""}
 
     async def complete(self, request: ChatRequest) -> Completion:
         started = time.monotonic()

@@ -1,4 +1,4 @@
-"""Two questions a failed attempt is asked besides "is it worth another attempt" (reading 30).
+"""Two questions a failed attempt is asked besides "is it worth another attempt".
 
 **Did the endpoint refuse for reasons of its own?** (:func:`endpoint_cause`) An authentication
 or permission error, a model or route the endpoint does not have, an exhausted account or a
@@ -32,7 +32,7 @@ your current quota" wording, and a per-minute limit clears within a minute: with
 ``QuotaFailure`` of a daily or zero quota a 429 stays a rate limit (transient, retried after its
 ``RetryInfo``). Words are read only where no code says it (Anthropic's credit balance, a
 server's "model ... does not exist"); a 400 otherwise stays the item's own failure (a context
-overflow, a content filter, a bad request: reading 5).
+overflow, a content filter, a bad request).
 
 **Did the request reach the provider at all?** (:func:`unreached`) A connection refused, a
 name that did not resolve, a connection that failed while it was being made: nothing was sent,

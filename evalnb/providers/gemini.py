@@ -29,7 +29,7 @@ BLOCKED = frozenset({"SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE
 
 
 def usage_of(usage: types.GenerateContentResponseUsageMetadata | None) -> Usage | None:
-    """Gemini reports thinking apart (``thoughtsTokenCount``) but bills it as output (reading 20)."""
+    """Gemini reports thinking apart (``thoughtsTokenCount``) but bills it as output."""
     if usage is None:
         return None
     thoughts = usage.thoughts_token_count
@@ -96,10 +96,12 @@ class GeminiProvider:
         return types.GenerateContentConfig(**config)
 
     def contents(self, request: ChatRequest) -> list[types.Content]:
-        return [types.Content(role="user", parts=[types.Part(text=request.prompt)])]
+        """The conversation as Gemini's contents: the model's own turns have the role ``model``."""
+        return [types.Content(role="model" if turn.role == "assistant" else "user", parts=[types.Part(text=turn.content)])
+                for turn in request.turns()]
 
     async def complete(self, request: ChatRequest) -> Completion:
-        if self.stream.streams(request):   # reading 25: the same request, streamed
+        if self.stream.streams(request):   # streaming is transport: the same request, streamed
             reply = await read_stream(self._client, self.model, self.contents(request),
                                       self.generation_config(request), self.stream, api_error)
             return self.stream.finish(completion_of(reply.response), reply.latency, streamed=True)

@@ -1,6 +1,6 @@
 """Ledgers that several processes share: a JSON file changed only under an OS file lock.
 
-A quota belongs to an endpoint and its key, not to a run (reading 28). Every evalnb process
+A quota belongs to an endpoint and its key, not to a run. Every evalnb process
 of the user on this machine that calls the same endpoint under a ``rate_limit`` enters its
 calls in one :class:`QuotaLedger`, a file named by a hash of the endpoint's identity:
 

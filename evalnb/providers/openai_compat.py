@@ -103,7 +103,7 @@ class OpenAIProvider:
         messages: list[dict[str, str]] = []
         if request.system is not None:
             messages.append({"role": "system", "content": request.system})
-        messages.append({"role": "user", "content": request.prompt})
+        messages += [{"role": turn.role, "content": turn.content} for turn in request.turns()]
         body: dict[str, Any] = {"model": self.model, "messages": messages,
                                 self.token_param: request.max_tokens}
         if request.temperature is not None:
@@ -114,7 +114,7 @@ class OpenAIProvider:
         return body
 
     async def complete(self, request: ChatRequest) -> Completion:
-        if self.stream.streams(request):   # reading 25: the same body, streamed
+        if self.stream.streams(request):   # streaming is transport: the same body, streamed
             try:
                 reply = await read_stream(self._client, self.request_body(request), self.stream, sdk_error)
             except ProviderError as failure:

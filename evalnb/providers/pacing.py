@@ -2,7 +2,7 @@
 
 Providers meter requests and tokens per minute over a sliding window. A paced endpoint
 keeps the same ledger: every request sent is entered with its requests, its input tokens
-(estimated as the spec does, characters / 3.3, or / 1.5 for CJK text) and its output
+(estimated as the protocol does, characters / 3.3, or / 1.5 for CJK text) and its output
 tokens (counted at the request's budget until the reply reports the real figure, then
 corrected, input included). A call waits until the window has room for it. One larger
 than a whole window's budget could never fit: it waits for an empty window and is sent
@@ -89,7 +89,7 @@ class Pacer:
     arrival_bound: float = 0.0   # ARRIVAL_BOUND_SECONDS for a real endpoint (make_provider)
 
     def cost_of(self, request: ChatRequest) -> dict[str, float]:
-        return {"requests": 1.0, "input_tokens": estimate_tokens(request.prompt),
+        return {"requests": 1.0, "input_tokens": estimate_tokens(request.text()),
                 "output_tokens": float(request.max_tokens)}
 
     def _used(self, now: float) -> dict[str, float]:

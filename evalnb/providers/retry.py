@@ -1,4 +1,4 @@
-"""The single retry policy (spec README reading 6), applied to every provider alike.
+"""The single retry policy, applied to every provider alike.
 
 "Retry up to 5x" is at most five retries after the first attempt: six attempts in all.
 Waits grow exponentially with jitter; a server's Retry-After is honoured up to a cap.
@@ -38,10 +38,10 @@ class NotSent(BaseException):
 
 
 def failed_attempt_usage(error: ProviderError, request: ChatRequest) -> dict[str, Any] | None:
-    """What a failed attempt may have cost, counted by the spending ceiling (reading 27).
+    """What a failed attempt may have cost, counted by the spending ceiling.
 
     A provider that answered with an HTTP error refused the request and bills nothing; a
-    request that never reached it (refused, not resolved, failed while connecting: reading 30)
+    request that never reached it (refused, not resolved, failed while connecting)
     cannot have been billed. Any other failure (a timeout, a broken connection or stream, a
     malformed reply) may have come after the provider did and billed the work: it is counted at
     the call's upper bound, its estimated input and whole output budget, unless the provider
@@ -55,7 +55,8 @@ def failed_attempt_usage(error: ProviderError, request: ChatRequest) -> dict[str
 
 def request_input_tokens(request: ChatRequest) -> float:
     """The estimated input of a request: its prompt and its system text (core.tokens)."""
-    return estimate_tokens(request.prompt) + (estimate_tokens(request.system) if request.system else 0.0)
+    return (estimate_tokens(request.prompt) + (estimate_tokens(request.system) if request.system else 0.0)
+            + sum(estimate_tokens(turn.content) for turn in request.history))
 
 
 def makes_no_model_call(provider: object) -> bool:

@@ -1,7 +1,7 @@
-"""What makes two runs' scores comparable (spec README reading 11).
+"""What makes two runs' scores comparable.
 
 The fingerprint keeps each part's value beside its hash, so that a refused resume can say
-exactly what changed: the spec forbids mixing scores produced under different caps,
+exactly what changed: the protocols forbid mixing scores produced under different caps,
 prompts, decoding, retry policies, judge panels or aggregation policies.
 
 Each of these is fingerprinted in one place. The retry policy, the judge panel, the prompt
@@ -206,7 +206,7 @@ PANEL_SETTINGS = ("reasoning", "send_temperature", "token_param", "strip_think",
 
 
 def shared_parts(config: RunConfig, benchmark: Any) -> dict[str, Any]:
-    """The part every run's fingerprint holds under ``"shared"`` (issue 29), set here and never
+    """The part every run's fingerprint holds under ``"shared"``, set here and never
     by a benchmark (a benchmark's own ``"shared"``, ``"retry"``, ``"judge_panel"``,
     ``"prompts"`` or ``"tasks"`` part is left out): the retry policy; the judge panel, each
     judge's role, provider, model and the settings that change what it replies

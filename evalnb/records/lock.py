@@ -198,6 +198,23 @@ def refusal(run_dir: Path, holder: dict[str, Any]) -> str:
     return f"{run_dir} is in use by {describe(holder)}; {todo}"
 
 
+def held_by(run_dir: Path) -> dict[str, Any] | None:
+    """The holder of the run directory's lock when a process holds it now (its record, empty
+    when unreadable), else None. Tried with a shared lock: nothing is written or taken."""
+    import fcntl
+
+    try:
+        handle = open(run_dir / LOCK_NAME, encoding="utf-8")   # noqa: SIM115 - closed below
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_holder(handle, settle=True)
+    return None
+
+
 def _clock(stamp: Any) -> str:
     """``10:42`` today, ``2026-03-14 10:42`` another day (the holder's local time)."""
     try:

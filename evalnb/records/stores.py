@@ -160,8 +160,8 @@ class JsonlStore:
         return self._lines
 
     def load(self, *, endpoint_failures: bool = False) -> dict[str, Record]:
-        """The latest record of each key. A line of an endpoint failure (reading 30,
-        ``FAILED_ENDPOINT``) is the endpoint's, not its item's: it is left out (the item is
+        """The latest record of each key. A line of an endpoint failure
+        (``FAILED_ENDPOINT``) is the endpoint's, not its item's: it is left out (the item is
         pending, and resumes), unless ``endpoint_failures`` asks for every line's say. Each
         record is a copy: a caller that changes one changes no other caller's."""
         records: dict[str, Record] = {}

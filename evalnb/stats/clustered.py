@@ -1,4 +1,4 @@
-"""Standard errors that know clusters, and the cluster bootstrap (issue 28, reading 31).
+"""Standard errors that know clusters, and the cluster bootstrap.
 
 Added beside the protocols' own numbers, never replacing them. Items that share a unit of
 randomisation (tasks that ask about one corpus document) are one cluster; clusters lie within
@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from evalnb.stats import intervals as stats, resample
+from evalnb.stats import bounded, intervals as stats, resample, smallsample
 
 K = TypeVar("K")
 CORRECTION = "finite-cluster correction C/(C-1), within each stratum"
@@ -281,11 +281,29 @@ def metric_uncertainty(values: Any, metrics: Sequence[Any], *, strata: Sequence[
         # every metric from the same replicates, as the protocol's own bootstrap does
         draws = bootstrap_draws({name: forms[name] for name in resampled}, design, n_boot=n_boot, seed=seed)
     for name, form in forms.items():
-        entry = uncertainty(form, design).as_dict()
+        found = uncertainty(form, design)
+        entry = found.as_dict() | small_sample(form, design, found, cluster_noun)
         if name in draws:
-            low, high = percentile_interval(draws[name])
+            # a stratum of one cluster: its spread is unknown, so no interval is printed
+            low, high = percentile_interval(draws[name]) if entry["t_ci"]["note"] is None else (None, None)
             entry["cluster_ci"] = {"low": low, "high": high, "mean": form.value(), "n_clusters": design.n_clusters,
                                    "n_boot": n_boot, "seed": seed, "confidence": stats.CONFIDENCE,
-                                   "method": BOOTSTRAP_METHOD}
+                                   "method": BOOTSTRAP_METHOD, "approximate": entry["t_ci"]["approximate"],
+                                   "note": entry["t_ci"]["note"]}
         out["metrics"][name] = entry
+    return out
+
+
+def small_sample(form: RatioForm, design: Design, found: Uncertainty, noun: str) -> dict[str, Any]:
+    """Beside the standard errors: the clustered SE's t interval on clusters − strata degrees of
+    freedom (whether few clusters make the bootstrap approximate, and the reason where a stratum
+    of one cluster leaves it undefined), and for a bounded mean its Wilson interval."""
+    held = smallsample.support(design.cluster_stratum, design.totals(form.used().astype(float)) > 0, noun)
+    low, high = smallsample.t_interval(form.value(), found.clustered_se, held.df)
+    t_ci = {"low": low, "high": high, "df": held.df, "approximate": held.approximate,
+            "note": held.withheld if held.df is None else None}
+    out: dict[str, Any] = {"t_ci": t_ci}
+    if bounded.is_bounded(form.terms):
+        out["bounded_ci"] = bounded.bounded_interval(form.value(), found.n, found.se, found.clustered_se,
+                                                     found.n_clusters)
     return out

@@ -9,7 +9,11 @@ The matrix is repeats x items (NaN where an item has no score of its own). One r
    so every column stays in its stratum (e.g. within K);
 2. when there is more than one repeat, draw for every drawn column ``repeats`` of its rows
    with replacement (``rng.integers(0, repeats, size=(rows, repeats, items))``): repeats are
-   resampled within their item, not averaged away first;
+   resampled within their item, not averaged away first (GeoKTools' and GeoExpertQueries'
+   protocols). With ``resample_repeats=False`` (a benchmark's ``RESAMPLE_REPEATS = False``:
+   WildTrace's contestant repeats) this step is skipped: a drawn item brings all its answers,
+   the bootstrap of item means Miller recommends (resampling the repeats again would add their
+   variance a second time: 1.19 times as wide at K = 3 in a seeded simulation);
 3. every metric is computed on the replicate.
 
 Replicates are drawn by the one resampler, :func:`evalnb.stats.resample.index_draws`, in
@@ -36,6 +40,7 @@ from evalnb.stats import resample
 N_BOOT = 10_000
 CONFIDENCE = 0.95
 METHOD = "percentile bootstrap: items resampled within strata, repeats within items"
+METHOD_WHOLE_ITEMS = "percentile bootstrap: items resampled within strata with all their repeats"
 
 
 @dataclass(frozen=True)
@@ -68,15 +73,23 @@ def strata_columns(strata: Sequence[str] | None, n: int) -> dict[str, np.ndarray
     return {label: np.flatnonzero(labels == label) for label in sorted(set(labels.tolist()))}
 
 
-def _replicates(stack: np.ndarray, groups: Mapping[str, np.ndarray], n_boot: int, seed: int) -> Any:
-    """Blocks of resampled matrices, shape (layers, rows, repeats, items): the score matrix and
-    each channel (``stack``'s layers) resampled by the same draws (:mod:`evalnb.stats.resample`)."""
-    _, repeats, n = stack.shape
-    for draw in resample.index_draws(resample.generator(seed), n_boot, list(groups.values()), n, repeats=repeats):
-        if draw.repeat_rows is None:
-            yield stack[:, 0][:, draw.columns][:, :, None, :]
-        else:
-            yield stack[:, draw.repeat_rows, draw.columns[:, None, :]]
+def _draws(repeats: int, n: int, groups: Mapping[str, np.ndarray], n_boot: int, seed: int,
+           resample_repeats: bool = True) -> Any:
+    """The blocks of draws (:mod:`evalnb.stats.resample`) every matrix of this shape and strata
+    is resampled by: the same seed, the same replicates."""
+    whole = not resample_repeats and repeats > 1   # whole items: every drawn column keeps all its rows
+    return resample.index_draws(resample.generator(seed), n_boot, list(groups.values()), n,
+                                repeats=1 if whole else repeats, cells_per_replicate=repeats * n)
+
+
+def _gather(stack: np.ndarray, draw: resample.IndexDraw, resample_repeats: bool = True) -> np.ndarray:
+    """One block of resampled matrices, shape (layers, rows, repeats, items): the score matrix and
+    each channel (``stack``'s layers) resampled by the same draw."""
+    if not resample_repeats and stack.shape[1] > 1:
+        return stack[:, :, draw.columns].transpose(0, 2, 1, 3)
+    if draw.repeat_rows is None:
+        return stack[:, 0][:, draw.columns][:, :, None, :]
+    return stack[:, draw.repeat_rows, draw.columns[:, None, :]]
 
 
 def _channel_stack(matrix: np.ndarray, channels: Mapping[str, Any] | None) -> tuple[np.ndarray, dict[str, int]]:
@@ -101,38 +114,64 @@ def _call(fn: Any, sample: np.ndarray, groups: Mapping[str, np.ndarray], reads: 
 def interval_estimates(values: Any, metrics: Mapping[str, MetricFn | ChannelMetricFn], *,
                        strata: Sequence[str] | None = None, n_boot: int = N_BOOT, seed: int = 0,
                        confidence: float = CONFIDENCE, channels: Mapping[str, Any] | None = None,
-                       reads: Mapping[str, Sequence[str]] | None = None) -> dict[str, Interval]:
+                       reads: Mapping[str, Sequence[str]] | None = None,
+                       resample_repeats: bool = True) -> dict[str, Interval]:
     """For each metric, its value on ``values`` (repeats x items, or one row of items) and its
     percentile bootstrap interval, all metrics from the same replicates (see the module doc).
     ``channels`` (name -> a matrix shaped like ``values``) are resampled with it, and a metric
-    gets those ``reads`` names for it as keyword arguments."""
+    gets those ``reads`` names for it as keyword arguments. ``resample_repeats``: step 2."""
+    return interval_estimates_many([(values, channels)], metrics, strata=strata, n_boot=n_boot, seed=seed,
+                                   confidence=confidence, reads=reads, resample_repeats=resample_repeats)[0]
+
+
+def interval_estimates_many(subjects: Sequence[tuple[Any, Mapping[str, Any] | None]],
+                            metrics: Mapping[str, MetricFn | ChannelMetricFn], *, strata: Sequence[str] | None = None,
+                            n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE,
+                            reads: Mapping[str, Sequence[str]] | None = None,
+                            resample_repeats: bool = True) -> list[dict[str, Interval]]:
+    """:func:`interval_estimates` of several matrices (``(values, channels)``: the runs of a
+    comparison, on one task set) that share their shape and strata, each exactly as alone: the
+    same seed draws the same replicates for each, so they are drawn once and every matrix is
+    resampled by them (drawing is most of the bootstrap's time). Matrices of other shapes are
+    done one by one."""
     if not metrics:
-        return {}
-    matrix = np.asarray(values, dtype=float)
-    if matrix.ndim == 1:
-        matrix = matrix[None, :]
+        return [{} for _ in subjects]
+    matrices = [np.asarray(values, dtype=float) for values, _ in subjects]
+    matrices = [m[None, :] if m.ndim == 1 else m for m in matrices]
+    if len({m.shape for m in matrices}) > 1:
+        return [interval_estimates_many([subject], metrics, strata=strata, n_boot=n_boot, seed=seed,
+                                        confidence=confidence, reads=reads, resample_repeats=resample_repeats)[0]
+                for subject in subjects]
+    matrix = matrices[0]
     repeats, n = matrix.shape if matrix.size else (max(1, matrix.shape[0]), 0)
     if n == 0:
-        return {name: Interval(None, None, None, 0, n_boot, seed, confidence, repeats=repeats, strata=0)
-                for name in metrics}
+        return [{name: Interval(None, None, None, 0, n_boot, seed, confidence, repeats=repeats, strata=0)
+                 for name in metrics} for _ in subjects]
     groups = strata_columns(strata, n)
-    stack, layer = _channel_stack(matrix, channels)
+    stacks = [_channel_stack(m, channels) for m, (_, channels) in zip(matrices, subjects)]
     reads = reads or {}
-    draws: dict[str, list[np.ndarray]] = {name: [] for name in metrics}
+    draws: list[dict[str, list[np.ndarray]]] = [{name: [] for name in metrics} for _ in subjects]
     with np.errstate(invalid="ignore", divide="ignore"):
-        for sample in _replicates(stack, groups, n_boot, seed):
-            for name, fn in metrics.items():
-                value = _call(fn, sample, groups, reads.get(name, ()), layer)
-                draws[name].append(np.asarray(value, dtype=float).reshape(sample.shape[1]))
-        points = {name: _number(_call(fn, stack, groups, reads.get(name, ()), layer)) for name, fn in metrics.items()}
+        for draw in _draws(repeats, n, groups, n_boot, seed, resample_repeats):
+            for (stack, layer), found in zip(stacks, draws):
+                sample = _gather(stack, draw, resample_repeats)
+                for name, fn in metrics.items():
+                    value = _call(fn, sample, groups, reads.get(name, ()), layer)
+                    found[name].append(np.asarray(value, dtype=float).reshape(sample.shape[1]))
+        points = [{name: _number(_call(fn, stack, groups, reads.get(name, ()), layer)) for name, fn in metrics.items()}
+                  for stack, layer in stacks]
     alpha = (1 - confidence) / 2
-    out = {}
-    for name in metrics:
-        reps = np.concatenate(draws[name])
-        reps = reps[np.isfinite(reps)]
-        low, high = (np.quantile(reps, [alpha, 1 - alpha]) if len(reps) else (math.nan, math.nan))
-        out[name] = Interval(_number(low), _number(high), points[name], n, n_boot, seed, confidence,
-                             repeats=repeats, strata=len(groups))
+    method = METHOD if resample_repeats or repeats == 1 else METHOD_WHOLE_ITEMS
+    out = []
+    for found, point in zip(draws, points):
+        intervals = {}
+        for name in metrics:
+            reps = np.concatenate(found[name])
+            reps = reps[np.isfinite(reps)]
+            low, high = (np.quantile(reps, [alpha, 1 - alpha]) if len(reps) else (math.nan, math.nan))
+            intervals[name] = Interval(_number(low), _number(high), point[name], n, n_boot, seed, confidence,
+                                       method=method, repeats=repeats, strata=len(groups))
+        out.append(intervals)
     return out
 
 
@@ -162,26 +201,39 @@ def metric_value(metric: Metric, values: Any, strata: Sequence[str] | None = Non
 
 def metric_intervals(values: Any, metrics: Sequence[Metric], *, strata: Sequence[str] | None = None,
                      n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE,
-                     channels: Mapping[str, Any] | None = None) -> dict[str, Interval]:
+                     channels: Mapping[str, Any] | None = None, resample_repeats: bool = True) -> dict[str, Interval]:
     """:func:`interval_estimates` for declared metrics (those with ``interval``); the others get
     their value only (:func:`metric_value`). ``channels``: the run's per-item channels
     (``ItemResults.channels``), of which each metric reads those it declares."""
-    channels = channels or {}
-    check_channels(metrics, channels)
+    return metric_intervals_many([(values, channels)], metrics, strata=strata, n_boot=n_boot, seed=seed,
+                                 confidence=confidence, resample_repeats=resample_repeats)[0]
+
+
+def metric_intervals_many(subjects: Sequence[tuple[Any, Mapping[str, Any] | None]], metrics: Sequence[Metric], *,
+                          strata: Sequence[str] | None = None, n_boot: int = N_BOOT, seed: int = 0,
+                          confidence: float = CONFIDENCE, resample_repeats: bool = True) -> list[dict[str, Interval]]:
+    """:func:`metric_intervals` of several runs on one task set (``(values, channels)`` each),
+    their replicates drawn once (:func:`interval_estimates_many`): each run's intervals are
+    exactly those it gets alone."""
+    subjects = [(values, channels or {}) for values, channels in subjects]
+    for _, channels in subjects:
+        check_channels(metrics, channels)
     with_ci = {m.name: m.fn for m in metrics if m.interval}
     reads = {m.name: m.channels for m in metrics}
-    out = interval_estimates(values, with_ci, strata=strata, n_boot=n_boot, seed=seed, confidence=confidence,
-                             channels=channels, reads=reads)
-    matrix = np.asarray(values, dtype=float)
-    matrix = matrix[None, :] if matrix.ndim == 1 else matrix
-    if matrix.size:
-        _channel_stack(matrix, channels)   # every channel shaped like the scores, as the bootstrap checks
-    groups = strata_columns(strata, matrix.shape[-1]) if matrix.size else {}
-    for metric in metrics:
-        if not metric.interval:
-            value = metric_value(metric, matrix, strata, channels) if matrix.size else None
-            out[metric.name] = Interval(None, None, value, matrix.shape[-1] if matrix.size else 0, 0, seed,
-                                        confidence, method="no interval", repeats=len(matrix), strata=len(groups))
+    out = interval_estimates_many(subjects, with_ci, strata=strata, n_boot=n_boot, seed=seed, confidence=confidence,
+                                  reads=reads, resample_repeats=resample_repeats)
+    for (values, channels), found in zip(subjects, out):
+        matrix = np.asarray(values, dtype=float)
+        matrix = matrix[None, :] if matrix.ndim == 1 else matrix
+        if matrix.size:
+            _channel_stack(matrix, channels)   # every channel shaped like the scores, as the bootstrap checks
+        groups = strata_columns(strata, matrix.shape[-1]) if matrix.size else {}
+        for metric in metrics:
+            if not metric.interval:
+                value = metric_value(metric, matrix, strata, channels) if matrix.size else None
+                found[metric.name] = Interval(None, None, value, matrix.shape[-1] if matrix.size else 0, 0, seed,
+                                              confidence, method="no interval", repeats=len(matrix),
+                                              strata=len(groups))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Paired differences between two models on the same items, per declared metric (issue 28).
+"""Paired differences between two models on the same items, per declared metric.
 
 For metric f and models A, B scored on one task set: Δ = f(A) − f(B), the difference of the two
 leaderboard numbers. Everything else is computed from one joint cluster bootstrap
@@ -20,6 +20,12 @@ resample of clusters, so the interval is paired.
   dependencies light);
 - **verdict** at α on the Holm-adjusted p: ``A ahead``, ``B ahead`` or ``indistinguishable``.
 
+Small samples (:mod:`evalnb.stats.smallsample`): ``p_t`` is the two-sided t test of Δ / SE_Δ on
+C − S degrees of freedom (``df``), ``t_low``/``t_high`` the matching t interval; Holm and the
+verdict use the larger of ``p`` and ``p_t``, so a verdict needs both; with fewer clusters than
+the minimum, or a stratum of one cluster, the verdict is withheld and ``note`` says why (and
+says when the bootstrap interval is approximate, or the SE is 0).
+
 Beside the verdicts, :func:`common_difference` is a sensitivity view, not a verdict: the mean of
 the per-item differences d_i = s_A,i − s_B,i over the items both models attempted (a per-model
 context cap can leave them different item sets), with the percentile interval of the same
@@ -36,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from evalnb.stats import intervals as stats
+from evalnb.stats import intervals as stats, smallsample
 from evalnb.stats.clustered import Design, RatioForm, bootstrap_draws, design_se, percentile_interval
 
 ALPHA = 0.05
@@ -61,6 +67,18 @@ class PairedDifference:
     p_holm: float | None = None
     verdict: str | None = None
     mde: float | None = None        # at the chosen α and power, from the clustered SE_Δ
+    df: int | None = None           # t degrees of freedom: clusters − strata
+    p_t: float | None = None        # t test of Δ / SE_Δ on df
+    t_low: float | None = None      # Δ ± t · SE_Δ
+    t_high: float | None = None
+    withheld: str | None = None     # why no verdict is given
+    note: str | None = None         # what a reader must know about this row
+
+    @property
+    def p_verdict(self) -> float | None:
+        """The p a verdict rests on: the larger of the bootstrap's and the t test's."""
+        present = [p for p in (self.p, self.p_t) if p is not None]
+        return max(present) if present else None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,9 +110,10 @@ def bootstrap_p(replicates: np.ndarray) -> float | None:
 
 
 def paired_difference(metric: str, a: str, b: str, form_a: RatioForm, form_b: RatioForm, design: Design,
-                      draws_a: np.ndarray, draws_b: np.ndarray, confidence: float = stats.CONFIDENCE
-                      ) -> PairedDifference:
-    """One pair on one metric (module doc); ``draws_*`` from one joint bootstrap."""
+                      draws_a: np.ndarray, draws_b: np.ndarray, confidence: float = stats.CONFIDENCE,
+                      noun: str = "cluster") -> PairedDifference:
+    """One pair on one metric (module doc); ``draws_*`` from one joint bootstrap; ``noun``:
+    what a cluster is, for the note."""
     value_a, value_b = form_a.value(), form_b.value()
     delta = value_a - value_b if value_a is not None and value_b is not None else None
     replicates = draws_a - draws_b
@@ -102,9 +121,25 @@ def paired_difference(metric: str, a: str, b: str, form_a: RatioForm, form_b: Ra
     z, used = form_a.influence() - form_b.influence(), form_a.used() | form_b.used()
     se, n_clusters = design_se(z, used, design)
     se_items, _ = design_se(z, used, design.singletons())
+    held = smallsample.support(design.cluster_stratum, design.totals(used.astype(float)) > 0, noun)
+    t_low, t_high = smallsample.t_interval(delta, se, held.df, confidence)
     return PairedDifference(metric, a, b, delta, low, high, se, se_items,
                             correlation(item_scores(form_a), item_scores(form_b)),
-                            bootstrap_p(replicates) if delta is not None else None, int(used.sum()), n_clusters)
+                            bootstrap_p(replicates) if delta is not None else None, int(used.sum()), n_clusters,
+                            df=held.df, p_t=smallsample.t_p(delta, se, held.df), t_low=t_low, t_high=t_high,
+                            withheld=held.withheld, note=row_note(held, se, noun))
+
+
+def row_note(held: smallsample.Support, se: float | None, noun: str) -> str | None:
+    """The reader's caveat for one pair: no verdict and why, an SE of 0, an approximate interval."""
+    if held.withheld:
+        return f"verdict {held.withheld}"
+    if se == 0:
+        return "no MDE: SE 0 (the difference is the same in every cluster), so the data show no spread"
+    if held.approximate:
+        return (f"approximate bootstrap interval: {held.n_clusters} {smallsample.plural(noun, held.n_clusters)} "
+                f"(under {smallsample.APPROXIMATE_BELOW}); the t interval is the better guide")
+    return None
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
@@ -127,15 +162,35 @@ def verdict(delta: float | None, p_adjusted: float | None, a: str, b: str, alpha
     return f"{a} ahead" if delta > 0 else f"{b} ahead"
 
 
-def with_holm(pairs: Sequence[PairedDifference], alpha: float = ALPHA) -> list[PairedDifference]:
-    """Holm over the pairs of each metric, and each pair's verdict at ``alpha``."""
+def replicates_needed(pairs: int, alpha: float = ALPHA) -> int:
+    """The fewest bootstrap replicates B at which a Holm-adjusted p can fall below ``alpha`` over
+    ``pairs`` comparisons: the smallest p is 2/(B + 1), the smallest adjusted one pairs × that."""
+    return max(1, math.floor(2 * pairs / alpha + 1e-9))   # the tolerance: 2m/α is often a whole number
+
+
+def unresolvable(pairs: int, n_boot: int | None, alpha: float = ALPHA) -> str | None:
+    """Why no verdict is possible at all with ``n_boot`` replicates over ``pairs``, or None."""
+    if n_boot is None or not pairs or pairs * 2 / (n_boot + 1) < alpha:
+        return None
+    return (f"withheld: {n_boot} resamples cannot resolve a Holm-adjusted p below {alpha:g} over {pairs} pairs "
+            f"(at least {replicates_needed(pairs, alpha)} are needed)")
+
+
+def with_holm(pairs: Sequence[PairedDifference], alpha: float = ALPHA, n_boot: int | None = None
+              ) -> list[PairedDifference]:
+    """Holm over the pairs of each metric (on each pair's :attr:`~PairedDifference.p_verdict`;
+    withheld pairs stay in the family, so the others pay for them), and each pair's verdict at
+    ``alpha``: the reason where it is withheld, also where ``n_boot`` replicates are too few
+    for any adjusted p to fall below ``alpha`` (:func:`unresolvable`)."""
     out = list(pairs)
     for metric in dict.fromkeys(p.metric for p in pairs):
         where = [i for i, p in enumerate(pairs) if p.metric == metric]
-        adjusted = holm([pairs[i].p for i in where])
+        adjusted = holm([pairs[i].p_verdict for i in where])
+        too_few = unresolvable(len(where), n_boot, alpha)
         for i, p_adj in zip(where, adjusted):
-            out[i] = replace(pairs[i], p_holm=p_adj,
-                             verdict=verdict(pairs[i].delta, p_adj, pairs[i].model_a, pairs[i].model_b, alpha))
+            pair = pairs[i]
+            said = pair.withheld or too_few or verdict(pair.delta, p_adj, pair.model_a, pair.model_b, alpha)
+            out[i] = replace(pair, p_holm=p_adj, verdict=said)
     return out
 
 

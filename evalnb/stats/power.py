@@ -31,8 +31,18 @@ def z_sum(alpha: float = ALPHA, power: float = POWER) -> float:
     return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
 
 
-def mde(se_delta: float | None, alpha: float = ALPHA, power: float = POWER) -> float | None:
-    return None if se_delta is None else z_sum(alpha, power) * se_delta
+def mde(se_delta: float | None, alpha: float = ALPHA, power: float = POWER, df: int | None = None) -> float | None:
+    """(z_{1−α/2} + z_{1−β}) · SE_Δ; with ``df`` (few clusters) Student t's quantiles on df in place
+    of the normal's, the usual approximation to the noncentral t. None where SE_Δ is undefined
+    or 0 (an MDE of 0 would claim any difference detectable)."""
+    if se_delta is None or not se_delta > 0:
+        return None
+    if df is None:
+        return z_sum(alpha, power) * se_delta
+    from scipy.stats import t
+
+    z_sum(alpha, power)   # checks alpha and power
+    return float((t.ppf(1 - alpha / 2, df) + t.ppf(power, df)) * se_delta)
 
 
 def items_needed(var_d: float, delta: float, alpha: float = ALPHA, power: float = POWER,

@@ -31,14 +31,13 @@ class RankSummary:
     rank_high: float | None
     p_first: float | None
     n_boot: int                 # replicates used
+    note: str | None = None     # withheld or approximate, and why (few clusters)
 
     @property
     def interval_text(self) -> str:
         if self.rank_low is None or self.rank_high is None:
-            return "-"
-        if self.rank_low == self.rank_high:
-            return f"{self.rank_low:g}"
-        return f"{self.rank_low:g}-{self.rank_high:g}"
+            return "withheld" if self.note else "-"
+        return f"{self.rank_low:g}" if self.rank_low == self.rank_high else f"{self.rank_low:g}-{self.rank_high:g}"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"rank_interval": self.interval_text}

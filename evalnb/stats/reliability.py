@@ -36,6 +36,34 @@ CLUSTER_METHOD = "percentile bootstrap over {unit}s (whole {unit}s resampled, on
 resample = cluster_counts
 
 
+# Below this many resampled units (items, or their clusters) the bootstrap interval of
+# Krippendorff's alpha is labelled approximate: a seeded simulation (three judges, interval-level
+# verdicts on a 0.1 grid, judge noise SD 0.15, 300 datasets a size, the truth from the
+# ``krippendorff`` package on 20,000 items) covers 0.90 at 30 items, 0.95 at 100 and 0.94 at 200
+# (``tests/test_smallsample.py`` checks the 30 and 100 cells).
+ALPHA_APPROXIMATE_BELOW = 100
+
+
+# Below this many answers the retest study's interval of the test-retest SD is labelled
+# approximate: a seeded simulation (four verdicts an answer, judge noise N(0, 0.05), 300 datasets
+# a size) covers 0.89 at 20 answers (the study's default), 0.90-0.93 from 50 to 100, and 0.93-0.96 at
+# 200 and 400 (``bench/bench_smallsample.py`` prints it).
+RETEST_APPROXIMATE_BELOW = 200
+
+
+def retest_note(answers: int) -> str | None:
+    if answers < RETEST_APPROXIMATE_BELOW:
+        return f"approximate interval: {answers} answers (under {RETEST_APPROXIMATE_BELOW})"
+    return None
+
+
+def alpha_note(units: int) -> str | None:
+    """The reader's caveat for an alpha interval over ``units`` resampled units, or None."""
+    if units < ALPHA_APPROXIMATE_BELOW:
+        return f"approximate interval: {units} resampled units (under {ALPHA_APPROXIMATE_BELOW})"
+    return None
+
+
 def percentile(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float | None, float | None]:
     """The percentile interval of :mod:`evalnb.stats.clustered`, of values rounded to 12
     decimals first (no -8e-18 where a replicate is 0)."""

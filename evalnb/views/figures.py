@@ -42,6 +42,8 @@ import contextlib
 import functools
 import html
 import io
+import os
+import secrets
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -55,7 +57,8 @@ ONE_COLUMN = 3.3   # inches: one column of a two-column paper (ACM, IEEE)
 TWO_COLUMNS = 7.0
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under every common colour-vision deficiency.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-OFFLINE: dict[str, Any] = {"color": "#BBBBBB", "hatch": "////", "edgecolor": "#555555"}   # an offline approximation's bars
+# an offline approximation's bars: grey, hatched with dark lines thick enough to survive print (1 pt at 300 dpi)
+OFFLINE: dict[str, Any] = {"facecolor": "#BBBBBB", "edgecolor": "#333333", "hatch": "///", "hatch_linewidth": 1.0}
 FIGURE_CLASS = "evalnb-figure"   # the notebook output's <figure class=...>
 OFFLINE_NOTE = "Grey hatched: an offline approximation, not comparable with the paper."
 
@@ -152,12 +155,29 @@ def save_figure(fig: ReportFigure, folder: Path, name: str) -> ReportFigure:
     folder.mkdir(parents=True, exist_ok=True)
     caption = getattr(fig, "caption", "")
     with figure_style():
-        fig.savefig(folder / f"{name}.pdf",
-                    metadata={"Title": name, "Subject": caption, "CreationDate": None})
+        pdf = io.BytesIO()
+        fig.savefig(pdf, format="pdf", metadata={"Title": name, "Subject": caption, "CreationDate": None})
         fig.saved_png = fig.png()
-    (folder / f"{name}.png").write_bytes(fig.saved_png)
+    write_whole(folder / f"{name}.pdf", pdf.getvalue())
+    write_whole(folder / f"{name}.png", fig.saved_png)
     fig.saved = {"png": folder / f"{name}.png", "pdf": folder / f"{name}.pdf"}
     return fig
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """``data`` at ``path``, whole or not at all: written under a temporary name in the same
+    folder, then renamed over it, so a process killed while a figure is saved leaves the old
+    file or the new one, never an empty or half-written one. The temporary file is created
+    with mode 0666 less the umask, as any new file (the rename keeps its mode)."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def zero_marker(ax: Any, x: float, y: float, *, label: str = "0", horizontal: bool = True) -> None:

@@ -7,8 +7,8 @@ A row holds one pair of models on one headline metric, as
 with (``alpha``, ``power``, ``cluster``, ``p_method``). Only column names are read here, so
 the layout stands below the comparison that computes the rows.
 
-The titles are ASCII (``A - B``, ``SE``, ``rho``): the same table goes into a LaTeX document,
-where a Greek letter or a minus sign needs packages a paper may not load.
+The headers are the vocabulary's (:mod:`evalnb.views.labels`), and the metric is named by the
+word the leaderboard uses for it (``All``, not ``all_tasks``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalnb.views.labels import T_CI, estimate_title
 from evalnb.views.tables import Estimate, Layout, paper_view, readable, view_text
 
 # The columns that name a row: its metric and its two models.
@@ -25,14 +26,18 @@ PAIRWISE_INDEX = ("metric", "model_a", "model_b")
 EMPTY = "Fewer than two runs, or no headline metric with a ratio form: no pairwise verdict."
 
 
-def pairwise_layout(power: float | None = None) -> Layout:
-    """How every view shows the pairwise verdicts; ``power``: the MDE's power, in its title."""
+def pairwise_layout(power: float | None = None, words: Mapping[str, str] | None = None) -> Layout:
+    """How every view shows the pairwise verdicts; ``power``: the MDE's power, in its title;
+    ``words``: each metric's machine name -> the word the leaderboard uses for it.
+
+    A pair is ordered as the leaderboard ranks it (model A the higher), so A - B reads the
+    same way in every view: the terminal, the notebook, the exports and ``evalnb plan``."""
     mde = "MDE" if power is None else f"MDE ({float(power):.0%} power)"
-    return Layout((Estimate("A - B [95% CI]", "delta", "ci_low", "ci_high", "n"),),
-                  hidden=("se_delta_items", "n_clusters", "alpha", "power", "cluster", "p_method"),
-                  rename={"model_a": "model A", "model_b": "model B", "se_delta": "SE", "rho": "rho",
-                          "p_holm": "p (Holm)", "mde": mde},
-                  fractions=("se_delta", "rho", "mde"), empty=EMPTY)
+    return Layout((Estimate(estimate_title("delta"), "delta", "ci_low", "ci_high", "n"),
+                   Estimate(T_CI, "t_delta", "t_low", "t_high")),
+                  hidden=("se_delta_items", "n_clusters", "alpha", "power", "cluster", "p_method", "df", "withheld"),
+                  rename={"mde": mde}, fractions=("se_delta", "rho", "mde"), empty=EMPTY,
+                  values={"metric": dict(words or {})})
 
 
 def power_of(table: pd.DataFrame) -> float | None:
@@ -40,14 +45,15 @@ def power_of(table: pd.DataFrame) -> float | None:
     return float(table["power"].iloc[0]) if "power" in table and len(table) else None
 
 
-def pairwise_frame(rows: pd.DataFrame | Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+def pairwise_frame(rows: pd.DataFrame | Sequence[Mapping[str, Any]],
+                   words: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The raw rows indexed by metric and models, shown through :func:`pairwise_layout`."""
     table = pd.DataFrame(rows)
     indexed = table.set_index(list(PAIRWISE_INDEX)) if len(table) else table
-    return readable(indexed, pairwise_layout(power_of(table)))
+    return readable(indexed, pairwise_layout(power_of(table), words))
 
 
-def pairwise_text(rows: pd.DataFrame | Sequence[Mapping[str, Any]]) -> str:
+def pairwise_text(rows: pd.DataFrame | Sequence[Mapping[str, Any]], words: Mapping[str, str] | None = None) -> str:
     """The rows as the terminal prints them (the notebook's table, as text)."""
     table = pd.DataFrame(rows)
-    return view_text(paper_view(table, pairwise_layout(power_of(table))))
+    return view_text(paper_view(table, pairwise_layout(power_of(table), words)))

@@ -73,7 +73,9 @@ def dodged_bars(items: Sequence[str], series: Mapping[str, Sequence[float | None
         y = np.arange(rows) - 0.4 + band * (k + 0.5)
         style: dict[str, Any] = {"color": PALETTE[k % len(PALETTE)]}
         if (offline or {}).get(name):   # an offline approximation: hatched, its colour kept to tell runs apart
-            style |= {"hatch": OFFLINE["hatch"], "edgecolor": "white"}
+            # facecolor, not color: with color the hatch takes the fill's colour and vanishes
+            style = {"facecolor": style["color"], "hatch": OFFLINE["hatch"], "edgecolor": "white",
+                     "hatch_linewidth": OFFLINE["hatch_linewidth"]}
         ax.barh(y, [0 if v is None else v for v in values], height=band * 0.95, label=name, **style)
         for yy, v in zip(y, values):
             if v == 0:

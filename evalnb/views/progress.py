@@ -8,6 +8,12 @@ output (``text/plain`` display data) updated in place through its display id: Ju
 redraws it as it advances, and an executed record (nbclient applies the updates) keeps only
 its final line.
 
+A paper page holds no progress: a bar is how a run is going, not what it found. So the bar in
+a notebook is cleared when it closes (its output updated to no data: an executed record, a
+saved notebook and its HTML keep nothing of it), and under ``evalnb run``, whose terminal draws
+every stage's progress from the counts the stage sends it (:mod:`evalnb.views.progress_channel`),
+the stage's notebook draws no bar at all. What the stage did stays in its one outcome line.
+
 Decision: a stage none of whose calls reaches a model (an offline baseline, answers read from a
 file, a deterministic scorer) shows no rate and no time left, only its counts and the time it
 took: its "calls" take microseconds, and a rate of 50,000 calls/s says nothing about how long a
@@ -71,7 +77,8 @@ class NotebookBar(tqdm):
         if self.disable:
             return
         super().close()   # sets disable; draws nothing in gui mode
-        self.display()    # the final state, drawn even when the last update was not
+        if self._handle is not None:   # cleared: no progress line stays in the record
+            self._handle.update({}, raw=True)
 
     def clear(self, *args: Any, **kwargs: Any) -> None:
         pass
@@ -87,9 +94,10 @@ class StageProgress:
         from evalnb.views.progress_channel import Snapshot, Writer
 
         self.writer = Writer()
-        # In the command's own process (probe-window) the command's view draws the channel:
-        # a second bar of tqdm's own on the same terminal would only garble it.
-        drawn_elsewhere = bool(self.writer.path) and not frontend.in_kernel()
+        # With a channel, the command's view draws these counts on its terminal: a second bar of
+        # tqdm's own there would only garble it, and one in the stage's notebook would only be
+        # progress left in the record (see the module).
+        drawn_elsewhere = bool(self.writer.path)
         self.bar = progress_bar(total=pending, desc=desc, unit=unit, mininterval=mininterval,
                                 disable=pending == 0 or drawn_elsewhere, offline=offline)
         self.snapshot = Snapshot(stage=stage, total=total, before=total - pending, offline=offline)

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from evalnb.views.estimates import DEFAULT_DECIMALS, MISSING, estimate_text, number_text
+from evalnb.views.labels import estimate_title, header, value_text
 
 LAYOUT = "evalnb_layout"   # the key of DataFrame.attrs that carries a table's layout
 # Columns that hold fractions wherever they appear: their whole values keep the decimals.
@@ -63,6 +64,8 @@ class Layout:
     decimals: int = DEFAULT_DECIMALS
     empty: str = ""
     fractions: tuple[str, ...] = ()   # columns of fractions besides FRACTIONS (always with decimals)
+    # column -> {machine value: shown word}: a metric's name shown as the word every table uses
+    values: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,8 @@ def paper_view(frame: pd.DataFrame, layout: Layout | None = None, decimals: int 
             continue
         if name in used or name in layout.hidden or _boolean(series):
             continue
-        titles.append(layout.rename.get(str(name), str(name)))
+        titles.append(layout.rename.get(str(name)) or header(name))
+        series = _words(series, layout.values.get(str(name)))
         # A whole number is a count (an integer), unless the column holds a fraction (a share,
         # a mean, a correlation): there a 1 reads 1.000 beside 0.983.
         fraction = str(name) in layout.fractions or str(name) in FRACTIONS
@@ -152,6 +156,13 @@ def paper_view(frame: pd.DataFrame, layout: Layout | None = None, decimals: int 
     shown = pd.DataFrame(dict(enumerate(values)), index=range(len(flat)), columns=range(len(values)))
     shown.columns = titles
     return View(shown, tuple(numeric), layout.empty)
+
+
+def _words(series: pd.Series, words: Mapping[str, str] | None) -> pd.Series:
+    """A column of machine names (a metric, a statistic) as the words every table uses."""
+    if pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        return series
+    return series.map(lambda v: (words or {}).get(v, value_text(v)) if isinstance(v, str) else v)
 
 
 def _estimate(row: Mapping[str, Any], estimate: Estimate, places: int) -> str:
@@ -258,14 +269,13 @@ def intervals_layout(names: Sequence[str], *, n: Mapping[str, str] | None = None
                      rename: Mapping[str, str] | None = None, fractions: Sequence[str] = ()) -> Layout:
     """The layout of a statistics table holding ``NAME``, ``NAME_low``, ``NAME_high`` per
     estimate (the judges' and the standard errors' tables), each shown as one cell titled
-    ``NAME``: ``0.551 [0.325, 0.781]``."""
-    return estimates_layout({name: name for name in names}, n=n, hidden=hidden, rename=rename,
+    by the name's header (:mod:`evalnb.views.labels`): ``0.551 [0.325, 0.781]``."""
+    return estimates_layout({name: estimate_title(name) for name in names}, n=n, hidden=hidden, rename=rename,
                             bounds=("_low", "_high"), fractions=fractions)
 
 
 # The headline table (report, aggregate, exports): each metric's label, its estimate and n.
-HEADLINE_LAYOUT = Layout((Estimate("estimate [95% CI]", "value", "ci_low", "ci_high", "n"),), hidden=("metric",),
-                         rename={"label": "metric"})
+HEADLINE_LAYOUT = Layout((Estimate(estimate_title("value"), "value", "ci_low", "ci_high", "n"),), hidden=("metric",))
 
 
 def table_html(frame: pd.DataFrame) -> str:

@@ -9,7 +9,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalnb.app import EXIT_OK
+from evalnb.app import EXIT_OK, output
 from evalnb.app.inspection.estimate_view import WIDTH, estimate_table
 from evalnb.app.live import live_progress
 from evalnb.app.suite.config import is_suite_file
@@ -21,19 +21,21 @@ from evalnb.core.errors import ConfigError
 from evalnb.evidence.items import calls_text
 from evalnb.evidence.items_html import show
 from evalnb.evidence.failures import item_calls
+from evalnb.pipeline.preflight import check_paths
 from evalnb.pipeline.run import check_keys, load_config, make_benchmark
 from evalnb.pipeline.probe import caps_entry, probe_record, probe_window
 
 
 def estimate_command(params: Path, sets: Sequence[str], wide: bool = False) -> int:
     """What a run (or a suite: its contestants' estimates summed) will call and spend, making
-    no call and writing nothing. The benchmark's warnings are not repeated here: a run prints
-    them once, as it starts, and its summary shows them."""
+    no call and writing nothing. The benchmark's warnings come first, as ``run`` says them."""
     if is_suite_file(params):
         return estimate_suite(params, sets)
 
     config, bench_class = load_config(params, sets)
+    check_paths(config, str(params))   # the same words as run's for a missing data file or corpus
     bench = make_benchmark(config, bench_class)
+    output.warnings(bench.warnings)
     rows = estimate(config, bench, bench.tasks, config.output_dir)
     print(estimate_table(rows, wide))
     shortest = minimum_run_minutes(rows)
@@ -43,6 +45,10 @@ def estimate_command(params: Path, sets: Sequence[str], wide: bool = False) -> i
     _note(wide, "ESTIMATE, no call made: input tokens are characters / 3.3 (English) or / 1.5 (CJK); "
           "output tokens and judge calls for answers not yet generated are upper bounds "
           "(every in-scope task answered, every budget used).")
+    if awaiting := sum(r.get("awaiting_answers", 0) for r in rows):
+        _note(wide, f"{awaiting} call(s) need other calls' answers first (a later turn of a conversation): counted "
+              "from the benchmark's declaration, their prompts estimated on assumed answers; the run makes them "
+              "once those answers are recorded.")
     if not wide:
         _note(wide, "cost (max): input at its estimate and every output budget used, at the live price; "
               "--wide for every column (batch prices, rate-limit minutes, measured latency).")

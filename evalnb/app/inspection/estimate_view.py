@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalnb.app.results import table_text
+from evalnb.views.labels import header as label
 
 WIDTH = 100
 MODEL_MIN = 12   # characters of a model's name kept when the table must shrink to fit
@@ -32,18 +33,17 @@ def cost_text(row: Mapping[str, Any], key: str = "max_total_cost_usd") -> str:
     return "no price" if value is None else f"${value:,.2f}"
 
 
-NARROW = (("stage", "stage"), ("model", "model"), ("mode", "mode"), ("calls", "calls"),
-          ("already_done", "done"), ("to_make", "to make"), ("est_input_tokens", "in tokens"),
-          ("max_output_tokens", "out (max)"), ("max_total_cost_usd", "cost (max)"))
+NARROW = ("stage", "model", "mode", "calls", "already_done", "to_make", "est_input_tokens", "max_output_tokens",
+          "max_total_cost_usd")   # headers: the vocabulary's (evalnb.views.labels)
 
 
 def estimate_table(rows: Sequence[Mapping[str, Any]], wide: bool = False) -> str:
     if wide:
         keys = list(dict.fromkeys(k for r in rows for k in r if k != "free"))
         body = [[_wide_cell(r, k) for k in keys] for r in rows]
-        return table_text(keys, body, indent="")
-    body = [[_cell(r, k) for k, _ in NARROW] for r in rows]
-    header = [title for _, title in NARROW]
+        return table_text([label(k) for k in keys], body, indent="")
+    body = [[_cell(r, k) for k in NARROW] for r in rows]
+    header = [label(k) for k in NARROW]
     text = table_text(header, body, indent="")
     width = max(len(line) for line in text.splitlines())
     if width > WIDTH:   # the model's name gives way first

@@ -3,11 +3,14 @@
 For the contestant: the request its generation call prepares (the document read, the cap
 applied, the prompt filled), as the runner would hand it to the provider. For each judge: its
 request on the item's answer as recorded in the run directory, when there is one; otherwise on
-a placeholder answer (said so), since the real prompt embeds an answer not yet made.
+a placeholder answer (said so), since the real prompt embeds an answer not yet made. A later
+turn of a conversation whose earlier answer is not recorded is shown the same way: its history
+holds the placeholder, and the calls it awaits are named.
 
 Each request is shown with the endpoint it goes to (provider, base URL, the model name as sent:
 the route), its settings (output budget and the parameter that carries it, temperature or none
-sent, system text, response schema, whether it streams) and the prompt verbatim; with ``--json``
+sent, system text, response schema, whether it streams), the conversation's earlier turns where
+it has any, and the prompt verbatim; with ``--json``
 as one JSON document, whose ``prompt`` strings are byte for byte what the server receives as the
 user turn. No key is needed and nothing is written.
 """
@@ -21,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from evalnb.app import EXIT_OK, output
-from evalnb.core.errors import ConfigError
+from evalnb.core.chains import preview
+from evalnb.core.errors import ConfigError, NotYet
 from evalnb.records.stores import latest_records
 
 PLACEHOLDER = "[the contestant's answer to this item: not recorded yet]"
@@ -33,8 +37,12 @@ def item_requests(params: Path, sets: Sequence[str], item_id: str) -> list[dict[
     from evalnb.providers.streams.base import settings_of
     from evalnb.pipeline.run import load_config, make_benchmark
 
+    from evalnb.pipeline.preflight import check_paths
+
     config, bench_class = load_config(params, sets)
+    check_paths(config, str(params))   # the same words as run's for a missing data file or corpus
     bench = make_benchmark(config, bench_class)
+    output.warnings(bench.warnings)
     if item_id not in {t.task_id for t in bench.tasks}:
         raise ConfigError(f"prompt: {item_id!r} is not an item of {config.data}"
                           + (" (or not in the run's subset)" if config.subset else ""))
@@ -46,13 +54,22 @@ def item_requests(params: Path, sets: Sequence[str], item_id: str) -> list[dict[
             else {"key": call.key, "status": "ok", "text": PLACEHOLDER, "placeholder": True}
     judged = [c for c in bench.judge_calls(answers) if _of_item(c.key, item_id)]
     endpoints: dict[str, EndpointConfig] = {"model": config.model, **dict(config.judge_roles())}
+    answered = {k: v for k, v in recorded.items() if v.get("status") == "ok"}
     out = []
     for call in [*mine, *judged]:
-        prepared = call.prepare()
+        call, awaits = preview(call, answered, lambda key: {"key": key, "status": "ok", "text": PLACEHOLDER})
         endpoint = endpoints.get(call.endpoint)
         entry: dict[str, Any] = {"call": call.key, "role": call.endpoint}
         if endpoint is not None:
             entry.update(provider=endpoint.provider, route=endpoint.name, base_url=endpoint.base_url)
+        if awaits:   # its history holds a placeholder where an answer it needs will be
+            entry["awaits"] = awaits
+        try:
+            prepared = call.prepare()
+        except NotYet as e:   # the benchmark's own "not yet": nothing to show but that
+            entry.update(request=None, not_yet=str(e))
+            out.append(entry)
+            continue
         request = prepared.request
         if request is None:
             entry["request"] = None
@@ -61,7 +78,8 @@ def item_requests(params: Path, sets: Sequence[str], item_id: str) -> list[dict[
             entry["request"] = {"prompt": request.prompt, "system": request.system, "max_tokens": request.max_tokens,
                                 "output_budget_parameter": endpoint.token_param if endpoint else None,
                                 "temperature": request.temperature, "json_schema": request.json_schema,
-                                "streams": settings_of(endpoint).streams(request) if endpoint else False}
+                                "streams": settings_of(endpoint).streams(request) if endpoint else False,
+                                "history": [{"role": t.role, "content": t.content} for t in request.history]}
         if call.endpoint != "model":
             entry["on_placeholder_answer"] = any(a.get("placeholder") for a in answers.values())
         out.append(entry)
@@ -90,6 +108,8 @@ def request_text(entry: dict[str, Any]) -> str:
         (f" at {entry['base_url']}" if entry.get("base_url") else "")
     head = f"=== {entry['role']}: call {entry['call']} -> {where}\n"
     request = entry["request"]
+    if entry.get("not_yet"):
+        return head + f"not yet: {entry['not_yet']}\n\n"
     if request is None:
         return head + f"no request: decided without a model call ({json.dumps(entry['no_call'])})\n\n"
     settings = [f"{request['output_budget_parameter'] or 'max_tokens'}={request['max_tokens']}",
@@ -101,8 +121,13 @@ def request_text(entry: dict[str, Any]) -> str:
         lines.append(f"note: no answer recorded yet; the judge prompt holds a placeholder: {PLACEHOLDER}")
     if request["system"] is not None:
         lines += [f"--- system ({len(request['system']):,} characters)", request["system"]]
+    if entry.get("awaits"):
+        lines.append(f"note: needs the answer(s) of {', '.join(entry['awaits'])}, not recorded yet; the history holds "
+                     f"a placeholder: {PLACEHOLDER}")
     if request["json_schema"] is not None:
         lines += ["--- response schema", json.dumps(request["json_schema"], indent=2)]
+    for i, turn in enumerate(request.get("history") or (), 1):
+        lines += [f"--- turn {i}: {turn['role']} ({len(turn['content']):,} characters)", turn["content"]]
     lines += [f"--- prompt ({len(request['prompt']):,} characters; verbatim, up to the end marker)",
               request["prompt"], "--- end of prompt", "", ""]
     return "\n".join(lines)

@@ -81,6 +81,9 @@ def run_status(run_dir: Path) -> str:
     failed = _failed_stage(run_dir)
     held = is_held(run_dir)
     state = doc["state"] if doc["state"] != "not aggregated" else "not aggregated yet"
+    if doc.get("unfinished_stage") and not held and not failed:   # started, did not finish
+        stage = doc["unfinished_stage"]
+        state = f"interrupted: the {stage} stage did not finish ({_stage_words(doc['stages'][stage])})"
     lines.append("state: " + ("running now (a process holds the run directory)" if held else
                               f"the {failed[0]} stage failed: {failed[1]}" if failed else state))
     if doc["metrics"]:
@@ -99,19 +102,37 @@ def reuse_lines(records: Mapping[str, Mapping[str, Any]]) -> list[str]:
             if (summary := reuse_summary(stored.values())) is not None]
 
 
+def _stage_words(entry: Mapping[str, Any]) -> str:
+    """``interrupted at cell 9 of 20``."""
+    where = f" at cell {entry['cell']} of {entry['cells']}" if entry.get("cell") and entry.get("cells") else ""
+    return f"{entry['state']}{where}"
+
+
 def _answers(statuses: Mapping[str, int]) -> int:
     """Records that are an answer although not ``ok`` (empty, refused, out of context ...):
     anything not failed, which a resume does not redo."""
     return sum(n for s, n in statuses.items() if s and s != "ok" and not str(s).startswith("failed"))
 
 
+def resume_command(run_dir: Path) -> str:
+    """The one command that resumes ``run_dir``: ``evalnb run RUN_DIR/config.json``."""
+    import shlex
+
+    return f"evalnb run {shlex.quote(str(run_dir / 'config.json'))}"
+
+
 def _next(doc: Mapping[str, Any], held: bool, failed: tuple[str, str] | None, remaining: Mapping[str, int],
           run_dir: Path) -> str:
-    again = f"`evalnb run PARAMS` (the run's parameters file; its recorded parameters: {run_dir / 'config.json'})"
+    # The recorded parameters hold every --set option and the run's own output_dir, so this
+    # command resumes this directory, whatever the parameters file and options that started it.
+    again = f"`{resume_command(run_dir)}`"
     if held:
         return "wait for the process running it to end (or Ctrl-C where it runs), then look again"
     if failed:
         return f"fix the cause above, then {again} resumes from the {failed[0]} stage; nothing recorded is redone"
+    if doc.get("unfinished_stage"):
+        return (f"`evalnb run {run_dir / 'config.json'}` redoes the {doc['unfinished_stage']} stage (and the stages "
+                "after it); nothing recorded is redone")
     if doc["state"] == "complete":
         return (f"nothing remains; `evalnb show {run_dir} ITEM` for one item, `evalnb compare {run_dir} OTHER_RUN ...` "
                 "to compare")

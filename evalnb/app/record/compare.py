@@ -34,6 +34,8 @@ def compare_command(runs: Sequence[Path], out: Path | None, params: Path | None,
         config["panels"] = [[str((base / r).resolve()) for r in side] for side in config["panels"]]
     config["out"] = str((out or base / (config.get("out") or DEFAULT_OUT)).resolve())
     config |= {k: v for k, v in options.items() if v is not None}
+    for run in config["runs"]:   # a run whose stages did not all finish is not compared
+        refuse_unfinished("compare", Path(run))
     cmp = open_compare(**config)   # refuses before anything is written
     check_out(cmp.out, [Path(r) for r in config["runs"]], chosen=out is not None or bool(config.get("out")))
     record = cmp.out / COMPARE_NOTEBOOK.name
@@ -68,9 +70,19 @@ def check_out(out: Path, runs: Sequence[Path], chosen: bool) -> None:
                           f"{out} to replace it")
 
 
+def refuse_unfinished(command: str, run_dir: Path) -> None:
+    """ConfigError, in one line naming the stage and the command that finishes it, for a run
+    directory with a stage that started and did not finish (:mod:`evalnb.records.completion`)."""
+    from evalnb.records.completion import refusal
+
+    if (run_dir / "config.json").exists() and (line := refusal(command, run_dir)):
+        raise ConfigError(line)
+
+
 def render_command(folder: Path, no_input: bool) -> int:
     if not folder.is_dir():
         raise ConfigError(f"render: {folder} is not a directory")
+    refuse_unfinished("render", folder.resolve())
     pages = render_folder(folder.resolve(), no_input=no_input)
     if not pages:
         raise ConfigError(f"render: no executed notebooks in {folder}")
@@ -79,13 +91,14 @@ def render_command(folder: Path, no_input: bool) -> int:
     return EXIT_OK
 
 
-def export_command(folder: Path, fmt: str, output: Path | None, decimals: int | None = None) -> int:
+def export_command(folder: Path, fmt: str, output: Path | None, decimals: int | None = None, fit: str = "text",
+                   columns: Sequence[str] | None = None) -> int:
     from evalnb.pages.exports import export
 
     if not folder.is_dir():
         raise ConfigError(f"export: {folder} is not a directory")
     if decimals is not None and not 0 <= decimals <= 6:
         raise ConfigError(f"export: --decimals must be 0 to 6, got {decimals}")
-    for path in export(folder.resolve(), fmt, output, decimals):
+    for path in export(folder.resolve(), fmt, output, decimals, fit, columns):
         print(path)
     return EXIT_OK

@@ -64,6 +64,9 @@ def pack(run_dir: Path, out: Path | None = None) -> Path:
     run_dir = run_dir.resolve()
     if not run_dir.is_dir() or not (run_dir / "config.json").exists():
         raise ConfigError(f"pack: {run_dir} is not a run directory (no config.json)")
+    from evalnb.app.record.compare import refuse_unfinished
+
+    refuse_unfinished("pack", run_dir)
     target = (out or run_dir.with_name(run_dir.name + ".tar.gz")).resolve()
     if not target.name.endswith(ARCHIVE_SUFFIXES):
         raise ConfigError(f"pack: {target}: the name must end in {', '.join(ARCHIVE_SUFFIXES)}")

@@ -37,6 +37,7 @@ import evalnb
 from evalnb.app.runs.notebooks import render_html
 from evalnb.app.record.pack import ARCHIVE_SUFFIXES, check_sums, unpack
 from evalnb.core.errors import ConfigError
+from evalnb.records.lock import describe, held_by
 from evalnb.core.jsondiff import difference_lines
 from evalnb.records.keyscan import scan_file
 from evalnb.records.stores import read_json_if_exists
@@ -222,6 +223,10 @@ def verify_command(target: Path, sets: Sequence[str] = ()) -> int:
             lines += check_sums(folder, f"{target.name}:{folder.name}")
             lines += verify_folder(folder, f"{target.name}:{folder.name}", sets)
     elif target.is_dir():
+        if (holder := held_by(target.resolve())) is not None:   # being written: nothing to compare yet
+            print(f"evalnb verify: {target}: being written by {describe(holder)}; nothing checked: verify it "
+                  "once that process has ended", file=sys.stderr)
+            return EXIT_UNCHECKED
         lines = verify_folder(target.resolve(), str(target), sets)
     else:
         raise ConfigError(f"verify: {target} is not a run directory, a compare directory or an archive "

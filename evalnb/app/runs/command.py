@@ -12,7 +12,7 @@ import os
 import secrets
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from evalnb.app.inspection.status import interrupted_text, stage_end_lines
 from evalnb.app.runs.kernels import also_import, execute_stage, start_run_kernel, stop_kernel
 from evalnb.app.runs.notebooks import _yield_cpu, failure_cause, notebook_for, redact_notebook, render_html
 from evalnb.core.errors import EndpointFailure
+from evalnb.records import completion
 from evalnb.records.lock import TOKEN_ENV
 from evalnb.core.jsondiff import short
 from evalnb.records.manifest import add_rerun, update_manifest
@@ -83,6 +84,7 @@ def _run_stages(params: str | Path, sets: Sequence[str], stages: Sequence[str], 
     run = open_run(params, sets, require_keys=True, prefetch_sdks=False, hold_lock=True, keep_config=True)
     assert run.lock is not None
     _LAST_RUN.append(run.dir)
+    completion.sweep_temporary(run.dir)   # a killed writer's half-written temporary files
     output.SETTINGS.on_interrupt.append(lambda: interrupted_text(run.dir))
     try:
         todo = plan(run, {stage: run.path(notebook_for(stage).name) for stage in stages}, forced=forced)
@@ -131,8 +133,10 @@ def _skip(run: Any, stages: Sequence[str]) -> None:
         print(f"evalnb: nothing to do in {', '.join(stages)}: {'its record stands' if len(stages) == 1 else 'their records stand'} "
               f"in {run.dir}", file=sys.stderr)
     for stage in stages:
-        if not (html := run.path(notebook_for(stage).name).with_suffix(".html")).exists():
+        html = run.path(notebook_for(stage).name).with_suffix(".html")
+        if not html.exists() or not completion.stage_states(run.dir)[stage].state == "complete":
             render_html(html.with_suffix(".ipynb"))
+            completion.record(run.dir, stage, "complete")
 
 
 def setting_changes(changed: Sequence[tuple[str, Any, Any]], limit: int = 3) -> str:
@@ -158,28 +162,39 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any, view: LiveView | None
     if "aggregate" in stages:
         run.path("status.json").unlink(missing_ok=True)
     html = ThreadPoolExecutor(max_workers=1, initializer=_yield_cpu)
+    pages: dict[str, Future[Path]] = {}   # stage -> its HTML being written
+    current = None   # the stage whose notebook runs now
     try:
         for stage in stages:
+            _completed(run.dir, pages)   # between stages: the kernel writes nothing now
             record = run.path(notebook_for(stage).name)
             _say(view, f"evalnb: {stage} -> {record}")
+            completion.record(run.dir, stage, "running")
+            current = stage
             try:
                 execute_stage(kernel, notebook_for(stage), record, {"config": run.config.to_dict()}, run.dir, params)
             except PapermillExecutionError as e:
+                current = None
                 redact_notebook(record)
+                completion.record(run.dir, stage, "failed")
                 render_html(record)
-                if e.ename == EndpointFailure.__name__:   # reading 30: its own one line, no "stage failed"
+                if e.ename == EndpointFailure.__name__:   # an endpoint failure: its own one line, no "stage failed"
                     print(f"evalnb: {redact(' '.join(str(e.evalue).split()))}", file=sys.stderr)
                     return True
                 print(f"evalnb: {stage} stage failed: {failure_cause(record, e)} (record: {record})",
                       file=sys.stderr)
                 return True
             except Exception as e:   # the kernel died or timed out: the record may look clean
+                current = None
                 redact_notebook(record)
+                completion.record(run.dir, stage, "interrupted")
                 print(f"evalnb: {stage} stage did not finish: {redact(f'{type(e).__name__}: {e}')} "
                       f"(record: {record})", file=sys.stderr)
                 return True
+            current = None
             redact_notebook(record)
-            html.submit(render_html, record)
+            completion.record(run.dir, stage, "executed")
+            pages[stage] = html.submit(render_html, record)
             if view is not None:
                 view.drain()
             for line in stage_end_lines(run.dir, stage):
@@ -187,7 +202,20 @@ def _execute(run: Any, stages: Sequence[str], kernel: Any, view: LiveView | None
         return False
     finally:
         stop_kernel(kernel)   # while the last record's HTML is written
+        if current is not None:   # Ctrl-C while its notebook ran: the kernel is stopped, its record final
+            completion.record(run.dir, current, "interrupted")
         html.shutdown(wait=True)
+        _completed(run.dir, pages)
+
+
+def _completed(run_dir: Path, pages: dict[str, Future[Path]]) -> None:
+    """Stages whose HTML is written: complete (one whose HTML failed stays executed, and the
+    next run writes it)."""
+    for stage, page in list(pages.items()):
+        if page.done():
+            del pages[stage]
+            if page.exception() is None:
+                completion.record(run_dir, stage, "complete")
 
 
 def _say(view: LiveView | None, line: str) -> None:

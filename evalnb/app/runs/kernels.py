@@ -18,7 +18,10 @@ first, which may be another environment's), started with ``-P`` (Python's safe p
 Python nor IPython puts the current directory on ``sys.path``, so a folder that holds a
 directory named ``evalnb`` (the parent of a checkout) cannot shadow the evalnb that launched
 the kernel. ``-P`` is a flag, not ``PYTHONSAFEPATH``: the processes the kernel starts (a
-``command`` endpoint's script) keep Python's usual path.
+``command`` endpoint's script) keep Python's usual path. The kernel gets the ``PYTHONPATH``
+the command was started with, relative entries resolved against the starting directory
+(:func:`kernel_environment`): a plug-in importable where ``evalnb`` was started is importable
+in its kernels.
 
 One job, two sides: the functions at the end run inside the kernel (sent as code), the rest
 start, reset and stop it; they change together, so they stay in one module.
@@ -26,17 +29,18 @@ start, reset and stop it; they change together, so they stay in one module.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import os
 import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from evalnb.app.runs.engine import ENGINE, register_engine
 
 # What the stage notebooks import before their first call, in order; then, in the background
 # while the calls run, what only the report needs.
@@ -68,7 +72,8 @@ def start_run_kernel(cwd: Path, first: Sequence[str] = FIRST_MODULES,
     sockets = Path(tempfile.mkdtemp(prefix="evalnb-kernel-"))
     manager = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "socket"),
                                  kernel_spec_manager=_this_interpreter())
-    run_sync(manager.start_kernel)(cwd=str(cwd), extra_arguments=KERNEL_ARGUMENTS)
+    run_sync(manager.start_kernel)(cwd=str(cwd), extra_arguments=KERNEL_ARGUMENTS,
+                                   env=kernel_environment(os.environ, Path.cwd()))
     # Requests queue in the kernel until it binds its sockets; the client stays open for
     # the run (closing its socket would drop a request not yet delivered).
     control = BlockingKernelClient()
@@ -77,6 +82,24 @@ def start_run_kernel(cwd: Path, first: Sequence[str] = FIRST_MODULES,
     kernel = RunKernel(manager, control, sockets)
     _send(kernel, f"__import__('evalnb.app.runs.kernels').app.runs.kernels.warm_up({list(first)!r}, {list(later)!r})")
     return kernel
+
+
+def kernel_environment(environ: Mapping[str, str], start: Path) -> dict[str, str]:
+    """evalnb's environment for a kernel, its ``PYTHONPATH`` entries made absolute against
+    ``start``, the directory the command was started in.
+
+    The kernel runs in the run's directory, so a relative entry (``PYTHONPATH=.`` to run a
+    plug-in from its own folder) would otherwise name another folder there. An empty entry
+    (a stray ``:``), which Python reads as "the current directory", is dropped: the starting
+    directory reaches the kernel only where ``PYTHONPATH`` names it, so a folder holding a
+    directory named ``evalnb`` cannot shadow the installed package by accident."""
+    env = dict(environ)
+    entries = [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if e]
+    if entries:
+        env["PYTHONPATH"] = os.pathsep.join(str((start / Path(e).expanduser()).resolve()) for e in entries)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
 
 
 def _this_interpreter() -> Any:
@@ -130,7 +153,7 @@ def execute_stage(kernel: RunKernel, notebook: Path, output: Path, parameters: d
     papermill connects a new client to the kernel for every notebook and waits, each time, for
     the kernel's output channel to stay quiet for 0.2 s (jupyter_client's ``wait_for_ready``),
     about a quarter of a second per stage. The run's kernel keeps one connected client for
-    all four, handed to papermill's own nbclient engine (:class:`RunKernelEngine`)."""
+    all four, handed to papermill's own nbclient engine (:mod:`evalnb.app.runs.engine`)."""
     import papermill
 
     fresh_namespace(kernel, cwd)
@@ -140,12 +163,12 @@ def execute_stage(kernel: RunKernel, notebook: Path, output: Path, parameters: d
         kernel.client = kernel.manager.client()
         kernel.client.start_channels()
         run_sync(_connected)(kernel.client)
-    _register_engine()
-    try:
+    register_engine()
+    try:   # papermill writes nothing itself: the engine writes the record whole (evalnb.app.runs.engine)
         papermill.execute_notebook(
-            str(notebook), str(output), km=kernel.manager, kc=kernel.client, engine_name=ENGINE,
+            str(notebook), None, km=kernel.manager, kc=kernel.client, engine_name=ENGINE, record=str(output),
             parameters=parameters, kernel_name="python3", cwd=str(cwd), progress_bar=False,
-            start_timeout=120, coalesce_streams=True)   # one tqdm bar, not a stream output per update
+            start_timeout=120, coalesce_streams=True)
     finally:
         if parameters_file is not None:
             name_parameters_file(output, parameters_file, cwd)
@@ -175,9 +198,6 @@ def name_parameters_file(record: Path, parameters_file: Path, cwd: Path) -> None
             return
 
 
-ENGINE = "evalnb-run-kernel"
-
-
 async def _connected(client: Any) -> None:
     """Return once ``client`` hears the kernel on both channels: the reply to a kernel_info
     request on shell, then that request's status on IOPub (a subscription connects some time
@@ -199,32 +219,6 @@ async def _connected(client: Any) -> None:
             continue
     raise RuntimeError(f"the run's kernel did not answer within {REPLY_TIMEOUT:g} s")
 
-
-@functools.cache   # once per process
-def _register_engine() -> None:
-    from papermill.clientwrap import PapermillNotebookClient
-    from papermill.engines import NBClientEngine, papermill_engines
-    from papermill.log import logger
-
-    class RunKernelEngine(NBClientEngine):
-        """papermill's nbclient engine, with the run's connected client (``kc``) given to the
-        notebook client, which then neither starts one nor waits for it."""
-
-        @classmethod
-        def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, log_output: bool = False,
-                                     stdout_file: Any = None, stderr_file: Any = None,
-                                     start_timeout: int = 60, execution_timeout: float | None = None,
-                                     **kwargs: Any) -> Any:
-            kc = kwargs.pop("kc")
-            kwargs.pop("input_path", None)
-            client = PapermillNotebookClient(
-                nb_man, timeout=execution_timeout, startup_timeout=start_timeout,
-                kernel_name=kernel_name, log=logger, log_output=log_output, stdout_file=stdout_file,
-                stderr_file=stderr_file, **kwargs)
-            client.kc = kc   # nbclient connects a client only when it has none
-            return client.execute()
-
-    papermill_engines.register(ENGINE, RunKernelEngine)
 
 
 def stop_kernel(kernel: RunKernel | None) -> None:
@@ -252,7 +246,18 @@ def warm_up(first: Sequence[str], later: Sequence[str]) -> None:
     from evalnb.records.lock import die_with_parent
 
     die_with_parent()
+    restore_pythonpath()
     load(first, later)
+
+
+def restore_pythonpath() -> None:
+    """In the kernel: every ``PYTHONPATH`` entry on ``sys.path``, first, in order. ipykernel's
+    launcher deletes ``sys.path[0]`` when it is the current directory (taking it for the
+    directory Python adds), which under ``-P`` is the first ``PYTHONPATH`` entry when the
+    kernel starts in that folder: ``PYTHONPATH=.`` from a plug-in's own folder."""
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    missing = [e for e in entries if e not in sys.path]
+    sys.path[:0] = missing
 
 
 _later: list[threading.Thread] = []   # this kernel's background import, while it may run

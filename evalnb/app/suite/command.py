@@ -1,4 +1,4 @@
-"""``evalnb suite SUITE.yaml``: every contestant an ordinary run, then the leaderboard (reading 28).
+"""``evalnb suite SUITE.yaml``: every contestant an ordinary run, then the leaderboard.
 
 Each contestant runs as ``evalnb run SUITE_DIR/params/<run_name>.json`` would run it, in a
 process of its own (:mod:`evalnb.app.suite.child`), ``parallel_runs`` at a time, into
@@ -65,6 +65,8 @@ class Child:
 
 def suite_command(path: Path, sets: Sequence[str]) -> int:
     suite = load_suite(path, sets)   # everything checked before anything is written
+    for contestant in suite.contestants:   # the runs' own terminals are their logs: say them here
+        output.warnings(contestant.benchmark.warnings, f"{contestant.name}: ")
     held = lock.acquire(suite.dir)   # one `evalnb suite` per suite directory at a time
     # Each contestant's kernel writes its progress to a file of its own here; one view draws them all.
     progress = Path(tempfile.mkdtemp(prefix="evalnb-suite-progress-"))
@@ -129,7 +131,7 @@ def _run_suite(suite: Suite, progress: Path) -> int:
                 continue
             child = children.pop(pid)
             child.process.returncode = code = os.waitstatus_to_exitcode(status)
-            outcomes[child.contestant.name] = _outcome(child, code)
+            outcomes[child.contestant.name] = _outcome(child, code, suite.file)
             _say(f"evalnb suite: {child.contestant.name}: exit {code}: {outcomes[child.contestant.name]['cause']}")
             if code == EXIT_INCOMPLETE and suite.max_cost_usd is not None and \
                     refusals_since(suite.ledger, started):
@@ -140,7 +142,7 @@ def _run_suite(suite: Suite, progress: Path) -> int:
             child.process.terminate()
         for child in children.values():
             child.process.wait()
-            outcomes[child.contestant.name] = _outcome(child, child.process.returncode)
+            outcomes[child.contestant.name] = _outcome(child, child.process.returncode, suite.file)
         _record(suite, outcomes, running=False)
         raise
     finally:
@@ -177,8 +179,22 @@ def _evalnb(argv: list[str], log: IO[bytes], env: Mapping[str, str] | None = Non
                             env={**os.environ, **(env or {})})
 
 
-def _outcome(child: Child, code: int) -> dict[str, Any]:
-    """How a run's process ended, with the last line it said about it."""
+def interrupted_cause(code: int, suite_file: Path) -> str | None:
+    """The cause of a run stopped by a signal (a negative exit status) or by Ctrl-C (130):
+    interrupted, resumable, and the command that resumes it; None for any other exit."""
+    import shlex
+    import signal
+
+    if code >= 0 and code != output.EXIT_INTERRUPTED:
+        return None
+    how = f"by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() else "(Ctrl-C)"
+    return (f"interrupted {how}: what it recorded is kept; `evalnb suite {shlex.quote(str(suite_file))}` "
+            "resumes it")
+
+
+def _outcome(child: Child, code: int, suite_file: Path) -> dict[str, Any]:
+    """How a run's process ended, with the last line it said about it (an interrupted run:
+    that it was interrupted, and how to resume, never a bare signal number)."""
     child.log.close()
     path = Path(child.log.name)
     with path.open("rb") as f:
@@ -186,8 +202,8 @@ def _outcome(child: Child, code: int) -> dict[str, Any]:
         text = f.read().decode("utf-8", "replace")
     said = [line.strip() for line in re.split(r"[\r\n]", text)
             if line.startswith("evalnb: ") and not PROGRESS.match(line)]
-    cause = said[-1].removeprefix("evalnb: ") if said else ("run complete" if code == EXIT_OK else
-                                                            f"exit {code}; see {path}")
+    cause = interrupted_cause(code, suite_file) or (
+        said[-1].removeprefix("evalnb: ") if said else ("run complete" if code == EXIT_OK else f"exit {code}; see {path}"))
     return {"state": "exited", "exit": code, "cause": cause, "at": utc_now()}
 
 

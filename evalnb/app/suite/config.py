@@ -1,4 +1,4 @@
-"""A suite file: the parameters its contestants share, and the contestants (reading 28).
+"""A suite file: the parameters its contestants share, and the contestants.
 
 ```yaml
 suite_name: my-leaderboard

@@ -5,7 +5,7 @@ Each contestant's rows are what ``evalnb estimate`` prints for its run
 (:func:`evalnb.pipeline.accounting.estimate`: no call, nothing written). The shortest time is a
 lower bound, the larger of
 
-- for every endpoint (provider, base URL, model, key variable: one quota, reading 28), the
+- for every endpoint (provider, base URL, model, key variable: one quota), the
   shortest time all the suite's live calls to it take under its ``rate_limit``
   (:func:`evalnb.providers.pacing.minimum_seconds` over the summed requests, estimated input and
   output budgets): the three judges of a panel carry every contestant's verdicts;
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evalnb.app import output
 from evalnb.app.suite.config import load_suite
 from evalnb.config import EndpointConfig
 from evalnb.providers.ledger import endpoint_identity
@@ -35,6 +36,8 @@ def estimate_suite(path: Path, sets: Sequence[str]) -> int:
     import pandas as pd
 
     suite = load_suite(path, sets, require_keys=False)
+    for contestant in suite.contestants:
+        output.warnings(contestant.benchmark.warnings, f"{contestant.name}: ")
     per_run: list[dict[str, Any]] = []
     shared: dict[str, dict[str, Any]] = {}
     longest_run = 0.0
@@ -53,9 +56,11 @@ def estimate_suite(path: Path, sets: Sequence[str]) -> int:
             endpoint = endpoints.get(row["model"])
             if endpoint is not None and row["mode"] == "live" and endpoint.rate_limit:
                 _add(shared, endpoint, row)
-    table = pd.DataFrame(per_run).set_index("contestant")
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table.to_string())
+    from evalnb.views.tables import Layout, paper_view, view_text
+
+    table = pd.DataFrame(per_run)
+    # the one table style: counts as integers, costs with cents, the vocabulary's headers
+    print(view_text(paper_view(table, Layout(decimals=2))))
     sums = {k: (None if table[k].isna().any() else float(table[k].sum())) for k in SUMMED}
     print(f"suite {suite.name}: {len(per_run)} contestants, {sums['to_make']:,.0f} calls to make, "
           f"{sums['est_input_tokens']:,.0f} estimated input tokens, {sums['max_output_tokens']:,.0f} output tokens "

@@ -111,14 +111,7 @@ def status_text(suite_dir: Path, running: bool | None = None) -> str:
     lines = [f"suite: {current.get('suite_name')} ({suite_dir}; file {current.get('suite_file')})",
              f"state: {'running' if running else 'not running'}; "
              + ", ".join(f"{n} {s}" for s, n in sorted(current["states"].items()))]
-    metrics = sorted({m for row in current["runs"].values() for m in row["headline"]})
-    header = ["contestant", "state", *metrics, "calls", "input_tokens", "output_tokens", "spent_usd"]
-    table = [header]
-    for name, row in current["runs"].items():
-        table.append([name, row["state"], *(_number(row["headline"].get(m)) for m in metrics), str(row["calls"]),
-                      f"{row['input_tokens']:,}", f"{row['output_tokens']:,}", f"{row['spent_usd']:.4f}"])
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+    lines += _runs_table(current["runs"])
     for name, row in current["runs"].items():
         if row["cause"]:
             lines.append(f"{name}: {row['cause']}")
@@ -139,5 +132,19 @@ def status_text(suite_dir: Path, running: bool | None = None) -> str:
     return "\n".join(lines)
 
 
-def _number(value: Any) -> str:
-    return "-" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
+def _runs_table(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The contestants in the one table style: each headline metric as an estimate with its
+    interval and its own n (from the run's scores.json), then what each run spent."""
+    from evalnb.app.results import estimate_cells, metric_entries, table_text
+    from evalnb.views.labels import CI, header
+
+    entries = {name: {m["metric"]: m for m in metric_entries(read_json_if_exists(Path(row["run_dir"]) / "scores.json")
+                                                            or {})} for name, row in runs.items()}
+    words = {m: (e["label"] or m).split(":")[0] for found in entries.values() for m, e in found.items()}
+    metrics = sorted(words)
+    head = [header("contestant"), header("state"), *(t for m in metrics for t in (f"{words[m]} {CI}", header("n"))),
+            header("calls"), header("input_tokens"), header("output_tokens"), header("spent_usd")]
+    rows = [[name, row["state"], *(c for m in metrics for c in estimate_cells(entries[name].get(m))), str(row["calls"]),
+             f"{row['input_tokens']:,}", f"{row['output_tokens']:,}", f"{row['spent_usd']:.4f}"]
+            for name, row in runs.items()]
+    return table_text(head, rows, indent="").splitlines()

@@ -31,7 +31,7 @@ class GeoExpertQueries(GeoExpertQueriesProtocol):
         "generate": "No model is called: each query's agent trajectory is read from the traces file and "
                     "condensed for the rater (a query without a trace is `missing` and scores 0).",
         "judge": "The autorater rates each trajectory 0, 1 or 2 in independent runs, each prompt headed "
-                 "`Today is YYYY-MM-DD.` (readings 16-17). A rating that does not parse is a judge failure: "
+                 "`Today is YYYY-MM-DD.` A rating that does not parse is a judge failure: "
                  "resumable, never a zero.",
         "aggregate": "Ratings map to scores through the likert file (0, 0.5, 1); a query's score is the mean "
                      "of its runs; the overall mean gets a seeded bootstrap interval.",

@@ -60,7 +60,7 @@ METRICS = (Metric("overall", "overall: mean over all queries of the mapped ratin
 
 
 class GeoExpertQueriesProtocol(BaseBenchmark):
-    """Spec GeoExpertQueries §2 and the pins table: the calls and the scores (the views are in :mod:`.analysis`)."""
+    """The GeoExpertQueries protocol, §2 and the pins table: the calls and the scores (the views are in :mod:`.analysis`)."""
 
     NAME: ClassVar[str] = "geoexpertqueries"
     METRICS: ClassVar[tuple[Metric, ...]] = METRICS

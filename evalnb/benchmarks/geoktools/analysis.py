@@ -1,5 +1,5 @@
 """GeoKTools as a reader sees it: each case's evidence (element by element), the accuracy-by-K
-table and figure, and the golden strings ROUGE-L cannot see (reading 23).
+table and figure, and the golden strings ROUGE-L cannot see.
 
 The protocol itself (exact match, the judge or deterministic scorer, metrics) is :mod:`.protocol`."""
 
@@ -30,23 +30,23 @@ class GeoKTools(GeoKToolsProtocol):
 
     FIGURE: ClassVar[str] = "accuracy_by_k"
     STAGE_NOTES: ClassVar[Mapping[str, str]] = {
-        "aggregate": "The mean case score overall, per K and macro over K (reading 14), each with a 95% "
-                     "percentile bootstrap interval resampled within K, and repeats within cases (reading 15).",
+        "aggregate": "The mean case score overall, per K and macro over K, each with a 95% "
+                     "percentile bootstrap interval resampled within K, and repeats within cases.",
         "report": "Accuracy overall and by K with intervals, answer statuses, usage, the golden strings "
-                  "ROUGE-L cannot see (reading 23), and each case's evidence, element by element.",
+                  "ROUGE-L cannot see, and each case's evidence, element by element.",
     }
 
     def describe(self, stage: str) -> str:
         if stage == "generate":
             return ("No model is called: each case's answer is read from the predictions file (one file per "
-                    "repeat); a missing or empty response scores 0 (reading 22)." if self.predictions else
+                    "repeat); a missing or empty response scores 0." if self.predictions else
                     "The contestant answers each case's query; answers are appended to `generate.jsonl` as "
                     "they arrive, and re-running resumes.")
         if stage == "judge":
             scorer = ("the geospatial LLM judge" if self.config.options["scorer"] == "llm"
-                      else "the deterministic offline scorer (reading 13; an approximation of the judge)")
+                      else "the deterministic offline scorer (an approximation of the judge)")
             return ("An answer equal to the golden one (after `strip()`, or as equal JSON) scores 1 with no "
-                    f"call (reading 12); every other answer is scored by {scorer}.")
+                    f"call; every other answer is scored by {scorer}.")
         return super().describe(stage)
 
     def record_prompts(self) -> dict[str, str]:
@@ -69,7 +69,7 @@ class GeoKTools(GeoKToolsProtocol):
                                    Passage("golden list", case["golden"])]
             blind = [f"element {i} {json.dumps(g, ensure_ascii=False)} (ROUGE-L scores it 0)"
                      for i, g in enumerate(golden_list(case["golden"])) if isinstance(g, str) and rouge_blind(g)]
-            if blind:   # reading 23: only an exact match of the whole response scores these
+            if blind:   # ROUGE-L is blind here: only an exact match of the whole response scores these
                 sections.append(Fact("ROUGE-blind golden strings", "; ".join(blind)))
             per_repeat: dict[str, float | None] = {}
             for row in rows:
@@ -168,9 +168,9 @@ class GeoKTools(GeoKToolsProtocol):
 
     @classmethod
     def report_tables(cls, scores: Mapping[str, Any]) -> list[tuple[str, pd.DataFrame]]:
-        """Reading 23: the golden strings ROUGE-L cannot see."""
+        """The golden strings ROUGE-L cannot see."""
         note = (scores.get("rouge_blind_golden_strings") or {}).get("note", "")
-        return [(f"Golden strings ROUGE-L cannot see (reading 23). {note}", rouge_blind_table(scores))]
+        return [(f"Golden strings ROUGE-L cannot see. {note}", rouge_blind_table(scores))]
 
 
 class _HasPath(Protocol):
@@ -178,7 +178,7 @@ class _HasPath(Protocol):
 
 
 def rouge_blind_table(source: Mapping[str, Any] | _HasPath) -> pd.DataFrame:
-    """Reading 23 for the report: one row per golden string element ROUGE-L cannot see.
+    """For the report: one row per golden string element ROUGE-L cannot see.
 
     ``source`` is a scores.json body or a run; other benchmarks give an empty table.
     """

@@ -2,7 +2,7 @@
 ``{id, response}``), read once.
 
 A null or absent response scores 0; duplicates keep the first line; unknown ids are reported
-and ignored. Each predictions file is one agent run (a repeat, spec §3).
+and ignored. Each predictions file is one agent run (a repeat, protocol §3).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def read_predictions(path: Path, case_ids: Sequence[str]) -> Predictions:
 
 
 def prediction_files(config: RunConfig) -> list[Path]:
-    """Where the answers come from, and how many agent runs that makes (spec §3): the
+    """Where the answers come from, and how many agent runs that makes (protocol §3): the
     predictions files, or none when the model answers each query."""
     value, repeats = config.options["predictions"], config.options["repeats"]
     if value is None:
@@ -84,7 +84,7 @@ def prediction_files(config: RunConfig) -> list[Path]:
     if len(files) == 1 and repeats is not None and repeats > 1:
         # Scoring one set of answers N times measures nothing and reports s.d. 0.
         raise config.error("repeats", f"{repeats} repeats over a single predictions file would score "
-                           f"the same answers {repeats} times (s.d. 0). Repeats are agent runs (spec §3): "
+                           f"the same answers {repeats} times (s.d. 0). Repeats are agent runs (protocol §3): "
                            f"give predictions as a list of {repeats} files, one per agent run, or omit "
                            f"predictions and give a model, which then answers each query {repeats} times")
     if len(files) > 1 and repeats is not None and repeats != len(files):

@@ -59,7 +59,7 @@ METRICS = (
 
 
 class GeoKToolsProtocol(BaseBenchmark):
-    """Spec GeoKTools §1, §3-4: the calls and the scores (the views are in :mod:`.analysis`)."""
+    """The GeoKTools protocol, §1 and §3-4: the calls and the scores (the views are in :mod:`.analysis`)."""
 
     NAME: ClassVar[str] = "geoktools"
     METRICS: ClassVar[tuple[Metric, ...]] = METRICS
@@ -69,7 +69,7 @@ class GeoKToolsProtocol(BaseBenchmark):
         "scorer": "deterministic",    # or "llm": the report's geospatial judge (judges[0])
         "judge_prompt_file": None,    # the judge's system prompt; default: ours (shipped)
         "judge_max_tokens": 8192,
-        "repeats": None,              # agent runs (spec §3); null: one per predictions file, else 1
+        "repeats": None,              # agent runs (protocol §3); null: one per predictions file, else 1
         **BOOTSTRAP_OPTIONS,
     }
     PATH_OPTIONS: ClassVar[tuple[str, ...]] = ("predictions", "judge_prompt_file")

@@ -1,10 +1,10 @@
 """Structured answers (GeoKTools): exact match and the deterministic offline scorer.
 
-Spec README readings 12, 13, 21-23. An answer is a bracketed JSON list; the golden answer
-is one too, and anything else there is a data error (reading 22). Decisions where the
-readings are silent, each tested:
+The decisions are stated in docs/protocols/geoktools.md. An answer is a bracketed JSON list; the golden answer
+is one too, and anything else there is a data error. Decisions where the
+protocol is silent, each tested:
 
-- JSON equality is typed: a boolean equals only a boolean (reading 21), numbers compare by
+- JSON equality is typed: a boolean equals only a boolean, numbers compare by
   value (``6650 == 6650.0``), strings only strings.
 - The golden element's JSON type decides how it is scored. A golden number is scored with
   the tolerance; on the prediction side a number, or a string holding only a plain decimal
@@ -18,7 +18,7 @@ readings are silent, each tested:
 - An empty golden list scores 1 when the prediction's list is empty too, else 0.
 - ROUGE-L is the ``rouge-score`` package's F1 with its default tokenizer: lower-cased, then
   only ``[a-z0-9]+`` runs survive. A golden string with no such run (``"北京"``) scores 0
-  unless the whole response is an exact match (reading 23); ``rouge_blind`` finds them.
+  unless the whole response is an exact match; ``rouge_blind`` finds them.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def _loads(text: str) -> Any:
 
 
 def exact_match(response: str, golden: str) -> bool:
-    """Reading 12: equal after strip(), or both parse as JSON and are equal (reading 21)."""
+    """Equal after strip(), or both parse as JSON and are equal."""
     a, b = response.strip(), golden.strip()
     if a == b:
         return True
@@ -79,7 +79,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def golden_list(raw: str) -> list[Any]:
-    """Reading 22: the golden answer, which must be a JSON list and nothing else.
+    """The golden answer, which must be a JSON list and nothing else.
 
     Raises ValueError saying what is wrong; NaN, Infinity and numbers too large for a float
     are refused, since no prediction could be scored against them.
@@ -121,7 +121,7 @@ def _as_float(value: int | float) -> float:
 
 
 def numeric_rule(predicted: Any, golden: float) -> tuple[float, str]:
-    """Reading 13 for a golden number: the element's score and the rule that gave it."""
+    """The deterministic scorer for a golden number: the element's score and the rule that gave it."""
     p = as_number(predicted)
     if p is None:
         return 0.0, "not a number"
@@ -146,7 +146,7 @@ def _tokenizer() -> tokenizers.DefaultTokenizer:
 
 
 def rouge_blind(text: str) -> bool:
-    """Reading 23: True when rouge-score's default tokenizer finds no token in ``text``."""
+    """True when rouge-score's default tokenizer finds no token in ``text``."""
     return not _tokenizer().tokenize(text)
 
 
@@ -184,7 +184,7 @@ def explain(response: str, golden_raw: str) -> tuple[list[Any] | None, list[tupl
 
 
 def deterministic_score(response: str, golden_raw: str) -> tuple[float, list[float] | None]:
-    """Reading 13: ``(case score, element scores)``; no parsable list scores 0.
+    """``(case score, element scores)``; no parsable list scores 0.
 
     ``golden_raw`` has passed :func:`golden_list` when the data was loaded.
     """
@@ -197,12 +197,12 @@ def deterministic_score(response: str, golden_raw: str) -> tuple[float, list[flo
     return sum(scores) / len(scores), scores
 
 
-# --- golden strings a reader should know about (reading 23; the numeric-string decision) ------
+# --- golden strings a reader should know about (where ROUGE-L is blind; the numeric-string decision) ------
 
 ROUGE_BLIND_NOTE = ("rouge-score's default tokenizer lower-cases the text and keeps only [a-z0-9] runs; "
                     "these golden strings have none, so ROUGE-L scores them 0 and only an exact match "
-                    "of the whole response (reading 12) scores them 1. Scores there are the protocol's, "
-                    "kept as they are (reading 23).")
+                    "of the whole response scores them 1. Scores there are the protocol's, "
+                    "kept as they are.")
 NUMERIC_STRING_NOTE = ("golden strings holding a plain number: scored by ROUGE-L as text (the golden's JSON "
                        "type decides), not within the 10% tolerance")
 EXAMPLES = 5

@@ -32,16 +32,16 @@ class WildTrace(WildTraceProtocol):
 
     FIGURE: ClassVar[str] = "judge_distributions"
     STAGE_NOTES: ClassVar[Mapping[str, str]] = {
-        "generate": "The contestant answers each task from the document and the question alone (spec §1). "
+        "generate": "The contestant answers each task from the document and the question alone (the protocol's §1). "
                     "A document longer than the model's cap in characters is *out of context*: scored 0 and "
-                    "sent to nobody (readings 1-4). Answers are appended to `generate.jsonl` as they arrive; "
+                    "sent to nobody. Answers are appended to `generate.jsonl` as they arrive; "
                     "re-running resumes.",
         "judge": "Every configured judge grades every `ok` answer against the task's points rubric "
-                 "(reading 7). A reply without a parsable `total` is a judge failure: resumable, never a "
-                 "zero (reading 8).",
+                 ". A reply without a parsable `total` is a judge failure: resumable, never a "
+                 "zero.",
         "aggregate": "A task's score is the mean of its judges' normalised scores once every judge has scored "
-                     "it (reading 9). *Scored* is the mean over tasks answered `ok`; *All* counts every task in "
-                     "the data file, non-`ok` as 0 (reading 10). Both stay null, and the command exits 2, while "
+                     "it. *Scored* is the mean over tasks answered `ok`; *All* counts every task in "
+                     "the data file, non-`ok` as 0. Both stay null, and the command exits 2, while "
                      "anything is resumable.",
         "report": "The headline metrics with seeded bootstrap intervals, answer statuses, the per-judge "
                   "distributions, usage, and each task's evidence: document route, answer, rubric and every "

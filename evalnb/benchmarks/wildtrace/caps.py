@@ -1,8 +1,8 @@
-"""Context caps and routing (WildTrace §3; spec README readings 1-4).
+"""Context caps and routing (WildTrace §3).
 
 A document is measured in characters (code points of the decoded UTF-8 text). If it is
 longer than the model's cap it is *out of context*: scored 0 and sent to nobody. There is
-no truncation: §1's "truncated to the cap" is overridden by §3 (reading 1).
+no truncation: §1's "truncated to the cap" is overridden by §3.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from evalnb.core.tokens import CapKind, cap_kind   # reading 3 lives with the token estimate
+from evalnb.core.tokens import CapKind, cap_kind   # CJK detection lives with the token estimate
 
 
 
@@ -51,7 +51,7 @@ def caps_table() -> dict[str, Any]:
 
 
 def caps_for(model_name: str, override: dict[str, int] | None = None) -> Caps:
-    """Reading 4: exact, case-insensitive lookup; parameters win; unlisted gets the default.
+    """Exact, case-insensitive lookup; parameters win; unlisted gets the default.
 
     Never matched by prefix or similarity: ``qwen3.7-max`` must not inherit ``qwen3-max``'s
     smaller cap (the mis-ranking §3 warns about).
@@ -77,7 +77,7 @@ def unlisted_warning(model_name: str, caps: Caps) -> str | None:
 
 
 def route_for(document: str, caps: Caps) -> Route:
-    """Readings 1-3: in scope iff ``len(document) <= cap`` for the document's cap kind."""
+    """In scope iff ``len(document) <= cap`` for the document's cap kind."""
     kind = cap_kind(document)
     cap = caps.for_kind(kind)
     return Route(in_scope=len(document) <= cap, cap=cap, cap_kind=kind, doc_chars=len(document))

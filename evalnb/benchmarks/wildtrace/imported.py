@@ -1,4 +1,4 @@
-"""WildTrace answers produced elsewhere (``responses: FILE``, spec README reading 29).
+"""WildTrace answers produced elsewhere (``responses: FILE``).
 
 The protocol's own scripts are two steps (answer, then judge a responses file), so answers
 are often produced outside evalnb: by a model behind an internal service, by a paper's
@@ -72,7 +72,7 @@ class ImportedResponses:
                 fields["file_status"] = answer.file_status
         elif task_id in self.unanswered:
             fields["file_status"] = self.unanswered[task_id]
-        if not in_scope:   # reading 1 and 29: the cap decides, whatever the file holds
+        if not in_scope:   # out of context: the cap decides, whatever the file holds
             return fields | {"status": Status.OUT_OF_CONTEXT.value, "text": None}
         if answer is None:
             return fields | {"status": Status.MISSING.value, "text": None}

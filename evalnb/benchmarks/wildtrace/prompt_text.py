@@ -1,4 +1,4 @@
-"""WildTrace's prompts, verbatim from the spec (§1 and §4), and how each is filled.
+"""WildTrace's prompts, verbatim from the protocol (§1 and §4), and how each is filled.
 
 The contestant's prompt is its single user turn: the question and the whole document. The
 judge's prompt truncates the question, each rubric criterion and the response to the lengths
@@ -35,7 +35,7 @@ JUDGE_RESPONSE_CHARS = 5000
 
 
 def render_answer_prompt(question: str, document: str) -> str:
-    """The contestant's single user turn: document and question only (spec §1)."""
+    """The contestant's single user turn: document and question only (the protocol's §1)."""
     # Concatenation instead of fill(): documents reach 2.85 million characters and the
     # template's only placeholders are these two, in this order.
     head, rest = ANSWER_PROMPT.split("{question}")

@@ -1,6 +1,6 @@
 """WildTrace: evidence-withheld long-document QA, judged by a three-judge panel.
 
-The protocol, top to bottom: the settings (spec §2, §4), the tasks (:mod:`.tasks`), the
+The protocol, top to bottom: the settings (the protocol's §2 and §4), the tasks (:mod:`.tasks`), the
 contestant's call with the prompt of :mod:`.prompt_text` (a document over the model's cap is
 out of context: scored 0 and sent to nobody), the judges' calls and their replies read by
 :mod:`.verdicts`, the task score and the declared metrics. What a reader sees (evidence,
@@ -37,7 +37,7 @@ from evalnb.benchmarks.wildtrace.prompt_text import (ANSWER_PROMPT as ANSWER_PRO
 from evalnb.benchmarks.wildtrace.verdicts import (normalise as normalise, parse_total as parse_total,
                                                   points_awarded as points_awarded)
 
-# Spec §2 and §4.
+# The protocol's §2 and §4.
 TEMPERATURE = 0.1
 MAX_TOKENS = 8192
 MAX_TOKENS_REASONING = 32768
@@ -112,7 +112,7 @@ METRICS = (
 
 
 class WildTraceProtocol(BaseBenchmark):
-    """Spec §1-5: the calls and the scores (the views are in :mod:`.analysis`)."""
+    """The protocol's §1-5: the calls and the scores (the views are in :mod:`.analysis`)."""
 
     NAME: ClassVar[str] = "wildtrace"
     METRICS: ClassVar[tuple[Metric, ...]] = METRICS
@@ -132,6 +132,9 @@ class WildTraceProtocol(BaseBenchmark):
     ITEM_NOUN: ClassVar[str] = "task"
     ITEM_NOUN_PLURAL: ClassVar[str] = "tasks"
     CLUSTER_NOUN: ClassVar[str | None] = "document"   # tasks about one document are one cluster
+    # Contestant repeats: the bootstrap draws tasks with all their answers (item means), never
+    # the answers again within a task; with one answer per task (the protocol) nothing changes.
+    RESAMPLE_REPEATS: ClassVar[bool] = False
 
     def __init__(self, config: RunConfig, recorded: Mapping[str, Any] | None = None) -> None:
         super().__init__(config)

@@ -1,4 +1,4 @@
-"""Contestant repeats on WildTrace (issue 28): ``repeats: K`` draws K answers per task, each
+"""Contestant repeats on WildTrace: ``repeats: K`` draws K answers per task, each
 judged by the full panel. Optional and off by default: the protocol has one answer per task,
 and with ``K = 1`` (or the key absent) every record, key, number and file is what it is without
 this module.
@@ -12,7 +12,7 @@ The decisions, for K > 1 (docs/protocols/wildtrace.md, "Contestant repeats"):
   different numbers, and silently adding answers to a finished run would change them).
 - **Out of context** is decided once by the document's length, so every repeat of such a task
   is ``out_of_context`` (no call) and scores 0.
-- **A repeat's score** is the protocol's task score of that answer (readings 5 and 9): the
+- **A repeat's score** is the protocol's task score of that answer: the
   panel mean when it was answered ``ok`` and every judge succeeded on it, 0 for a final non-ok
   answer, None while resumable. **A task's score** is the mean over its K repeats, once all
   are final.

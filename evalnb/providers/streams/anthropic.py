@@ -1,6 +1,6 @@
 """A streamed message (``stream=True``: the raw events, ``message_start`` through
 ``message_stop``), assembled into the ``Message`` the non-streamed call returns and read by
-the same :func:`~evalnb.providers.anthropic_messages.completion_of` (reading 25).
+the same :func:`~evalnb.providers.anthropic_messages.completion_of`.
 
 The raw events rather than the SDK's ``messages.stream`` helper: the helper rebuilds its
 snapshot of the message at every event (a text block grows by string concatenation), which
@@ -32,7 +32,7 @@ def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception
                               error_type=kind or None)
         if isinstance(error, anthropic.APIError):
             return api_error(error)
-        if isinstance(error, ValueError):   # JSONDecodeError: a malformed event (reading 18)
+        if isinstance(error, ValueError):   # JSONDecodeError: a malformed event
             return unreadable_reply(error)
         return transport_error(error)
     return classify

@@ -1,4 +1,4 @@
-"""Streaming as transport (spec README reading 25): when a call streams, and the timeouts,
+"""Streaming as transport: when a call streams, and the timeouts,
 timing and failure classes every provider's stream shares.
 
 ``stream: auto`` (the default) streams a request whose output budget is above
@@ -18,9 +18,8 @@ the whole call, the others as a gap between reads):
 
 One timer per attempt, re-armed lazily (an event only notes the time), so a stream of
 thousands of events costs no timer handle per event. A stream that stalls or breaks
-part-way is a transient failure (retried under reading 6) whose message says how much had
-arrived (characters and events, never the text); a malformed event is a malformed reply
-(reading 18), transient too. The SDK's own timeout for a streamed request is set past
+part-way is a transient failure (retried under the one retry policy) whose message says how much had
+arrived (characters and events, never the text); a malformed event is a malformed reply, transient too. The SDK's own timeout for a streamed request is set past
 ``max_call_seconds``, a backstop that never fires first.
 """
 
@@ -188,7 +187,7 @@ class StreamWatch:
         if error is None or not isinstance(error, Exception):
             return None   # done, or cancelled from outside: not this call's failure
         failure = error if isinstance(error, ProviderError) else self.classify(error)
-        if self.events and failure.code == "malformed_reply":   # reading 18, part-way through
+        if self.events and failure.code == "malformed_reply":   # a malformed reply, part-way through
             failure = ProviderError("transient", f"{failure.message}; {self.so_far()}", code=failure.code)
         elif self.events and failure.code != "stream_broken":   # the connection or the SDK, part-way
             failure = ProviderError(failure.kind, f"stream broke: {failure.message}; {self.so_far()}",

@@ -1,6 +1,6 @@
 """A streamed Gemini response (``generate_content_stream``, ``:streamGenerateContent?alt=sse``),
 assembled into the ``GenerateContentResponse`` the non-streamed call returns and read by the
-same :func:`~evalnb.providers.gemini.completion_of` (reading 25).
+same :func:`~evalnb.providers.gemini.completion_of`.
 
 Each chunk carries the next parts of the first candidate (thought parts flagged
 ``thought: true``), the last one its ``finishReason`` and the usage. A stream that ends
@@ -25,7 +25,7 @@ def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception
     def classify(error: Exception) -> ProviderError:
         if isinstance(error, errors.APIError):
             return api_error(error)
-        if isinstance(error, ValueError):   # JSONDecodeError, UnknownApiResponseError (reading 18)
+        if isinstance(error, ValueError):   # JSONDecodeError, UnknownApiResponseError
             return unreadable_reply(error)
         return transport_error(error)
     return classify

@@ -1,6 +1,6 @@
 """A streamed chat completion (``stream: true`` with ``stream_options.include_usage``),
 assembled into the ``ChatCompletion`` the non-streamed call returns and read by the same
-:func:`~evalnb.providers.openai_compat.completion_of` (reading 25).
+:func:`~evalnb.providers.openai_compat.completion_of`.
 
 The SDK sends the request and hands over its streaming response
 (``with_streaming_response``); evalnb splits its bytes into server-sent events itself, reads
@@ -31,7 +31,7 @@ from evalnb.providers.streams.base import EventSplitter, StreamedReply, StreamSe
 
 def classifier(api_error: Callable[[Any], ProviderError]) -> Callable[[Exception], ProviderError]:
     """What a failure of a streamed call is: the SDK's API errors as ``api_error`` reads them
-    (the provider's own classification), a malformed event a malformed reply (reading 18),
+    (the provider's own classification), a malformed event a malformed reply,
     anything else from the connection transient."""
     def classify(error: Exception) -> ProviderError:
         if isinstance(error, openai.APIError):
@@ -103,7 +103,7 @@ class ChunkAssembly:
         if data.startswith(b"[DONE]"):
             self.done = True
             return
-        chunk = _decode(data.decode("utf-8"))   # a malformed event: a ValueError (reading 18)
+        chunk = _decode(data.decode("utf-8"))   # a malformed event: a ValueError
         if not isinstance(chunk, dict):
             raise malformed_reply(data.decode("utf-8", "replace"), "an event that is not a JSON object")
         if self.first is None:
