@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_stream.py
 	$(BIN)/python bench/bench_smallsample.py
 	$(BIN)/python bench/bench_compare_bootstrap.py
+	$(BIN)/python bench/bench_cache.py
 
 # About 15 minutes: the tests marked soak, then faults, kills and a concurrent run against the
 # fake server (not part of test).

@@ -110,6 +110,7 @@ def evalnb_worker(spec: dict[str, Any]) -> dict[str, Any]:
         "model": {"provider": "openai", "name": "bench-model", "base_url": spec["url"], "caps": CAPS},
         "judges": [{"provider": "openai", "name": f"bench-judge-{k}", "base_url": spec["url"]}
                    for k in "abc"],
+        "cache": False,   # every repeat measures the calls themselves (bench/bench_cache.py: the cache)
     }
     run = evalnb.open_run(params)
     profiler = cProfile.Profile(time.process_time) if spec.get("profile") else contextlib.nullcontext()

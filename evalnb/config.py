@@ -30,6 +30,7 @@ from evalnb.core.errors import ConfigError
 from evalnb.core.overrides import apply_sets  # noqa: F401  (--set: evalnb.config.apply_sets for every caller)
 from evalnb.core.run_config import EndpointConfig, QuietDefault, RunConfig
 from evalnb.core.subset import check_subset
+from evalnb.core.cache_options import check_cache
 from evalnb.core.types import RetryPolicy
 from evalnb.core.redaction import SECRET_NAME, SECRET_VALUE
 from evalnb.providers import BATCH_PROVIDERS, PROVIDERS, REGISTRY, STREAMING_PROVIDERS
@@ -39,7 +40,7 @@ RESEND = ("batch", "live")
 BATCH_OPTION_KEYS = frozenset({"resend", "max_requests", "max_bytes", "inline_max_bytes"})
 NO_MODEL = {"provider": "none", "name": "none"}   # answers come from a file (predictions, traces)
 COMMON_KEYS = ("benchmark", "run_name", "output_dir", "data", "corpus", "concurrency",
-               "model", "judges", "retry", "prices", "budget", "subset", "judge_retest")
+               "model", "judges", "retry", "prices", "budget", "subset", "judge_retest", "cache")
 PATH_KEYS = ("output_dir", "data", "corpus")
 PRICE_KEYS = frozenset({"input", "output", "batch_input", "batch_output"})
 RATE_LIMIT_KEYS = frozenset({"requests_per_minute", "input_tokens_per_minute",
@@ -379,6 +380,7 @@ def resolve(params: Mapping[str, Any], option_defaults: Mapping[str, Any], *, ba
         budget=check_budget(params.get("budget"), source),
         subset=check_subset(params.get("subset"), source),
         judge_retest=check_judge_retest(params.get("judge_retest"), source, len(judges_raw)),
+        cache=check_cache(params.get("cache"), source, ["model", *(f"judge{i}" for i in range(1, len(judges_raw) + 1))]),
     )
     if config.budget:
         check_priced(config)

@@ -26,6 +26,24 @@ def own_quota_ledgers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVALNB_QUOTA_DIR", str(tmp_path / "quota-ledgers"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Fixtures wider than one test (a module's run, the session's demo) get the session's own
+    response cache, never the user's: set before any of them runs."""
+    import os
+    import tempfile
+
+    os.environ["EVALNB_CACHE"] = tempfile.mkdtemp(prefix="evalnb-test-cache-")
+
+
+@pytest.fixture(autouse=True)
+def own_response_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test gets a response cache of its own, never the user's and never another test's:
+    a test that counts the fake server's requests sees only what it caused itself."""
+    folder = tmp_path / "response-cache"
+    monkeypatch.setenv("EVALNB_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture
 def server() -> Iterator[FakeLLMServer]:
     with FakeLLMServer() as srv:

@@ -127,6 +127,13 @@ def numbers(scores: dict[str, Any]) -> dict[str, Any]:
                                                                "agreement", "ci") if k in scores}}
 
 
+@pytest.fixture(autouse=True)
+def no_response_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests send the same requests live and then batched, to compare the two ways of
+    sending: the response cache (which would answer the second from the first) stays out."""
+    monkeypatch.setenv("EVALNB_CACHE", "off")
+
+
 @pytest.fixture
 def batches(server: FakeLLMServer) -> FakeBatches:
     server.responder = responder

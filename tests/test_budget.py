@@ -98,7 +98,9 @@ def test_the_run_stops_before_the_ceiling_and_raising_it_completes_it(tmp_path: 
         server.reset()
         server.responder = deterministic_responder
 
-        params = priced(openai_params(tmp_path / "bounded", server.url, concurrency=1), ceiling)
+        # cache: false: the bounded run pays for its calls (answers reused from the unbounded run
+        # would cost nothing, tests/test_cache.py).
+        params = priced(openai_params(tmp_path / "bounded", server.url, concurrency=1, cache=False), ceiling)
         run = evalnb.open_run(params)
         for stage in (evalnb.generate, evalnb.judge, evalnb.aggregate):
             stage(run)
@@ -179,7 +181,7 @@ def test_a_killed_run_remembers_its_spend_exits_2_then_0_when_raised(
         server.reset()
 
         server.responder = answer_then_hang(4)
-        params = priced(openai_params(tmp_path / "bounded", server.url), 0.55)
+        params = priced(openai_params(tmp_path / "bounded", server.url, cache=False), 0.55)   # pays for its calls
         path = write_params(tmp_path, params)
         run_dir = Path(params["output_dir"])
         process = subprocess.Popen([sys.executable, "-m", "evalnb.app.main", "run", str(path)],

@@ -69,7 +69,10 @@ def test_retest_recovers_the_judges_noise_and_leaves_the_protocol_alone(server: 
 
     server.responder = NoisyJudges()
     server.reset()
-    params = openai_params(tmp_path / "study", server.url, judge_retest={"sample": 10, "repeats": 6, "seed": 1})
+    # cache: false: the study's run draws its protocol verdicts afresh from the noisy judges, as
+    # the plain run did (tests/test_cache.py: the study's calls are made even when the rest is reused).
+    params = openai_params(tmp_path / "study", server.url, judge_retest={"sample": 10, "repeats": 6, "seed": 1},
+                           cache=False)
     run = run_all(params)
     scores = json.loads(run.path("scores.json").read_text())
     assert protocol_numbers(scores) == protocol_numbers(json.loads(plain.path("scores.json").read_text()))

@@ -37,7 +37,7 @@ def test_killed_run_resumes_to_the_same_numbers(tmp_path: Path, stage: str, afte
         (tmp_path / "ref.json").write_text(json.dumps(reference | {"concurrency": 4}))
         assert main(["run", str(tmp_path / "ref.json")]) == 0
 
-        params = openai_params(tmp_path / "killed", server.url)
+        params = openai_params(tmp_path / "killed", server.url, cache=False)   # calls of its own to kill
         (tmp_path / "p.json").write_text(json.dumps(params))
         store = Path(params["output_dir"]) / f"{stage}.jsonl"
         process = subprocess.Popen([sys.executable, "-m", "evalnb.app.main", "run", str(tmp_path / "p.json")],

@@ -30,6 +30,13 @@ from tests.test_resume_kill import numbers
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(autouse=True)
+def no_response_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These suites run one contestant's requests under several names and count each run's
+    calls: the response cache, which would answer one run from another, stays out."""
+    monkeypatch.setenv("EVALNB_CACHE", "off")
+
+
 def responder(request: RecordedRequest) -> Reply:
     """Each contestant answers in its own words, so its verdicts (and numbers) are its own."""
     if request.prompt.startswith("STRICT grader."):

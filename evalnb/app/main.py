@@ -90,6 +90,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command in ("run", "estimate"):   # --limit/--items: a run directory of its own
             from evalnb.app.runs.subset import subset_sets
             args.sets = subset_sets(args.params, args.sets, args.limit, args.items)
+        if args.command in ("run", "suite"):
+            from evalnb.app.parser import no_cache_sets
+            args.sets = [*args.sets, *no_cache_sets(args.no_cache)]
         if args.command == "run":
             from evalnb.app.runs.command import execute_stages
             stages = [s for s in STAGES if s in (args.stage or STAGES)]
@@ -126,6 +129,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "verify":
             from evalnb.app.record.verify import verify_command
             return verify_command(args.target, args.sets)
+        if args.command == "cache":
+            from evalnb.app.inspection.cache_command import cache_command
+            return cache_command(args.path, args.older_than, args.model, args.clear)
         if args.command == "plan":
             from evalnb.app.inspection import plan
             return plan.plan_command(args)

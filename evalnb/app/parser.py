@@ -73,6 +73,21 @@ def _params(p: argparse.ArgumentParser, what: str = "the run's parameters file (
                    help=RUN_OPTIONS_HELP["set"])
 
 
+def _no_cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-cache", nargs="?", const="all", metavar="ROLE,...", dest="no_cache",
+                   help="make every call fresh, never reusing an answer from the response cache (or only "
+                        "these roles' calls, e.g. --no-cache model: the contestant fresh, the judges reused)")
+
+
+def no_cache_sets(value: str | None) -> list[str]:
+    """``--no-cache`` as the ``--set`` it stands for."""
+    if value is None:
+        return []
+    if value == "all":
+        return ["cache=false"]
+    return [f"cache.fresh=[{','.join(r.strip() for r in value.split(',') if r.strip())}]"]
+
+
 def _subset(p: argparse.ArgumentParser) -> None:
     group = p.add_mutually_exclusive_group()
     group.add_argument("--limit", type=_positive, metavar="N", help=RUN_OPTIONS_HELP["limit"])
@@ -119,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only this stage (repeatable), even when it has nothing to do; default: all four "
                         "in order, each skipped when its record stands and it has nothing to do")
     _subset(p)
+    _no_cache(p)
     p.add_argument("--wait", action="store_true",
                    help="batch mode: poll batches in flight until they finish (default: poll once, exit 2 "
                         "while any is running)")
@@ -249,7 +265,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("suite_file", type=Path, metavar="SUITE", help="the suite file (YAML or JSON)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a shared parameter of the suite (dotted keys, YAML values); repeatable")
+    _no_cache(p)
     _json(p, "every contestant's results")
+
+    p = _sub(sub, "cache", "show the response cache (size, entries, answers reused), prune it or clear it",
+             "The response cache every run of this user shares: its folder, entries and size, and per\n"
+             "endpoint the answers reused. --older-than and --model remove the entries they name.",
+             "evalnb cache --older-than 90")
+    p.add_argument("--path", type=Path, metavar="DIR", help="the cache folder (default: EVALNB_CACHE, else the "
+                                                            "platform's cache folder)")
+    p.add_argument("--older-than", type=float, dest="older_than", metavar="DAYS",
+                   help="remove entries whose original call is older than this many days")
+    p.add_argument("--model", metavar="NAME", help="remove the entries of this model")
+    p.add_argument("--clear", action="store_true", help="remove every entry")
 
     from evalnb.app.inspection import plan   # its arguments are its own; the description and example are added here
     plan.add_parser(sub)

@@ -79,6 +79,7 @@ class RunConfig:
     budget: dict[str, Any] | None = None   # the spending ceiling (evalnb.execution.budget); not fingerprinted
     subset: dict[str, Any] | None = None   # part of the data only (evalnb.core.subset); fingerprinted
     judge_retest: dict[str, int] | None = None   # {sample, repeats, seed}: evalnb.judges.retest; not fingerprinted
+    cache: dict[str, Any] | None = None   # the response cache (evalnb.core.cache_options); not fingerprinted
 
     def error(self, key: str, problem: str) -> ConfigError:
         """A configuration error naming the parameters file and the key."""
@@ -115,5 +116,6 @@ class RunConfig:
             "prices": self.prices, **({"budget": self.budget} if self.budget else {}),
             **({"subset": self.subset} if self.subset else {}),
             **({"judge_retest": self.judge_retest} if self.judge_retest else {}),
+            **({"cache": self.cache} if self.cache else {}),
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in self.options.items()},
         }

@@ -192,7 +192,11 @@ class Call:
     records of other calls of the same stage (the keys in ``needs``) and is prepared from them
     by ``prepare_after(records)`` once they are all done; its ``prepare`` raises ``NotYet``.
     The stage makes it in a later round of the same pass, never before, and never when a call
-    it needs did not succeed."""
+    it needs did not succeed.
+
+    ``sample``: which draw of the same request this call is (a repeat, an autorater's run),
+    part of the response cache's key so that K draws stay K calls. ``cached``: False for a
+    call whose reply must always be fresh (the response cache neither reads nor keeps it)."""
 
     key: str
     endpoint: str                                   # which provider of the pool runs it
@@ -202,6 +206,8 @@ class Call:
     # needs, and how it is prepared from them; made only once they are all done.
     needs: tuple[str, ...] = ()
     prepare_after: Callable[[Mapping[str, Record]], Prepared] | None = None
+    sample: int = 1
+    cached: bool = True
 
 
 # --- statuses ------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from evalnb.core.types import Call, RetryPolicy
 from evalnb.execution.batch.engine import run_batched_stage
 from evalnb.execution.batch.journal import in_flight
 from evalnb.execution.budget import Budget
-from evalnb.execution.runner import run_calls
+from evalnb.execution.cache.reuse import CallCache
+from evalnb.execution.runner import reuse_cached, run_calls
 from evalnb.providers import make_provider
 from evalnb.providers.base import Provider
 
@@ -34,10 +35,11 @@ def uses_batches(run_dir: Path, stage: str, endpoints: Mapping[str, EndpointConf
 
 async def run_stage_calls(calls: Sequence[Call], endpoints: Mapping[str, EndpointConfig], store: JsonlStore,
                           run_dir: Path, *, policy: RetryPolicy, concurrency: int, done: Any,
-                          stage: str, budget: Budget | None = None) -> Counter[str]:
+                          stage: str, budget: Budget | None = None, cache: CallCache | None = None) -> Counter[str]:
     """Every call of a stage not yet ``done``, each recorded in ``store``; the count of new
     records by status. Clients are made inside the event loop that uses them, and closed with it.
-    Under a spending ceiling (``budget``) every attempt is reserved before it is sent."""
+    Under a spending ceiling (``budget``) every attempt is reserved before it is sent; a call the
+    response cache (``cache``) answers is never sent, so it reserves nothing."""
     pool: dict[str, Provider] = {}
     try:
         for role, endpoint in endpoints.items():
@@ -45,9 +47,12 @@ async def run_stage_calls(calls: Sequence[Call], endpoints: Mapping[str, Endpoin
             if provider is not None:
                 pool[role] = budget.wrap(role, provider) if budget else provider
         if uses_batches(run_dir, stage, endpoints):
-            return await run_batched_stage(calls, pool, endpoints, store, run_dir, policy=policy,
-                                           concurrency=concurrency, done=done, desc=stage, budget=budget)
-        return await run_calls(calls, pool, store, policy, is_done=done, desc=stage, concurrency=concurrency)
+            reused = reuse_cached(calls, pool, store, cache, done) if cache is not None else Counter()
+            return reused + await run_batched_stage(calls, pool, endpoints, store, run_dir, policy=policy,
+                                                    concurrency=concurrency, done=done, desc=stage, budget=budget,
+                                                    cache=cache)
+        return await run_calls(calls, pool, store, policy, is_done=done, desc=stage, concurrency=concurrency,
+                               cache=cache)
     finally:
         for provider in pool.values():
             await provider.aclose()

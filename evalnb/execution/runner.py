@@ -17,10 +17,11 @@ import random
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, TypeVar
 
 
+from evalnb.execution.cache.reuse import CallCache, Reused
 from evalnb.execution.endpoint_gate import EndpointGate, EndpointStopped, Stopped
 from evalnb.providers.pacing import Pacer
 from evalnb.views.progress import StageProgress
@@ -72,11 +73,12 @@ def usage_fields(usage: Usage | None) -> dict[str, Any] | None:
 
 
 async def _run_one(call: Call, provider: Provider | None, policy: RetryPolicy,
-                   rng: random.Random, on_backoff: Callable[[int], None] | None = None) -> Record:
+                   rng: random.Random, on_backoff: Callable[[int], None] | None = None,
+                   cache: CallCache | None = None, is_done: Callable[[Record], bool] | None = None) -> Record:
     """The call's record, whatever happens: an unexpected exception while preparing, sending
     or reading it is recorded against this call as resumable, and the other calls go on."""
     try:
-        return await _attempt(call, provider, policy, rng, on_backoff)
+        return await _attempt(call, provider, policy, rng, on_backoff, cache, is_done)
     except Exception as error:   # noqa: BLE001 - a failure belongs to its call
         return {"key": call.key, "endpoint": call.endpoint, "attempts": 0, **unexpected_failure(error)}
 
@@ -89,8 +91,20 @@ def unexpected_failure(error: Exception) -> Record:
                       "message": redact(f"{type(error).__name__}: {error}")}}
 
 
+def reused_record(record: Record, call: Call, reused: Reused) -> Record:
+    """The record of a call answered from the response cache: no attempt, no usage of its own;
+    the original call's usage, latency, time and run kept apart under ``cache``."""
+    original = reused.completion
+    record.update(attempts=0, **completion_fields(replace(original, usage=None, latency=None)))
+    record["cache"] = {**reused.origin, "usage": usage_fields(original.usage),
+                       "latency": latency_fields(original.latency)}
+    record.update(call.interpret(original))
+    return record
+
+
 async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
-                   rng: random.Random, on_backoff: Callable[[int], None] | None = None) -> Record:
+                   rng: random.Random, on_backoff: Callable[[int], None] | None = None,
+                   cache: CallCache | None = None, is_done: Callable[[Record], bool] | None = None) -> Record:
     prepared = call.prepare()
     record: Record = {"key": call.key, "endpoint": call.endpoint, **prepared.fields}
     if prepared.request is None:
@@ -98,6 +112,11 @@ async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
         return record
     if provider is None:
         raise RuntimeError(f"{call.key}: needs a model call but no endpoint {call.endpoint!r} is configured")
+    lookup = cache.lookup(call, provider, prepared.request) if cache is not None else None
+    if lookup is not None and cache is not None and (reused := cache.reuse(lookup)) is not None:
+        hit = reused_record(dict(record), call, reused)
+        if is_done is None or is_done(hit):
+            return hit
     started = time.time()
     outcome = await call_with_retries(provider, prepared.request, policy, rng, on_backoff)
     record.update(attempts=outcome.attempts, waits=[round(w, 3) for w in outcome.waits],
@@ -109,6 +128,8 @@ async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
     if outcome.completion is not None:
         record.update(completion_fields(outcome.completion))
         record.update(call.interpret(outcome.completion))
+        if lookup is not None and cache is not None and (is_done is None or is_done(record)):
+            cache.keep(lookup, outcome.completion, started)   # a final answer only: never a failure
     else:
         assert outcome.error is not None
         record.update(status=f"failed_{outcome.error.kind}", text=None,
@@ -119,7 +140,7 @@ async def _attempt(call: Call, provider: Provider | None, policy: RetryPolicy,
 async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: JsonlStore,
                     policy: RetryPolicy, *, is_done: Callable[[Record], bool], desc: str,
                     concurrency: int, stage: str | None = None,
-                    stopped: Stopped | None = None) -> collections.Counter[str]:
+                    stopped: Stopped | None = None, cache: CallCache | None = None) -> collections.Counter[str]:
     """Run every call whose latest stored record is not done; return the new statuses.
 
     At most ``concurrency`` calls are in flight at once across all providers, and at most
@@ -128,6 +149,7 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
     its calls (:mod:`evalnb.execution.endpoint_gate`); the calls it did not make stay without a
     record. ``stopped``: the stage's stopped endpoints, when the stage runs calls in more than one
     round (batch mode): an endpoint already in it sends nothing, and one that stops here is added.
+    ``cache``: the response cache, looked up before each call is sent and given its final answer.
     """
     stage = stage or desc
     gates = {role: EndpointGate(provider, role, stopped) for role, provider in pool.items()}
@@ -153,7 +175,7 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
                     return   # emptied by another worker meanwhile, the ceiling reached, or the endpoint stopped
                 call = queue.popleft()
                 try:
-                    record = await _run_one(call, provider, policy, rng, progress.backoff)
+                    record = await _run_one(call, provider, policy, rng, progress.backoff, cache, is_done)
                 except EndpointStopped:   # its endpoint stopped meanwhile: no record, pending
                     statuses["not_sent"] += 1
                     return
@@ -184,6 +206,27 @@ async def run_calls(calls: Sequence[Call], pool: Mapping[str, Provider], store: 
         store.close()
     if left := sum(len(q) for q in queues.values()):   # never taken: the ceiling, or a stopped endpoint
         statuses["not_sent"] += left
+    return statuses
+
+
+def reuse_cached(calls: Sequence[Call], pool: Mapping[str, Provider], store: JsonlStore, cache: CallCache,
+                 is_done: Callable[[Record], bool]) -> collections.Counter[str]:
+    """Before batches are made: every pending call the cache answers, recorded as a live hit
+    would be (batch mode sends only what the cache cannot answer)."""
+    done = store.load()
+    statuses: collections.Counter[str] = collections.Counter()
+    for call in calls:
+        provider = pool.get(call.endpoint)
+        if provider is None or (call.key in done and is_done(done[call.key])):
+            continue
+        prepared = call.prepare()
+        lookup = cache.lookup(call, provider, prepared.request) if prepared.request is not None else None
+        if lookup is None or (reused := cache.reuse(lookup)) is None:
+            continue
+        record = reused_record({"key": call.key, "endpoint": call.endpoint, **prepared.fields}, call, reused)
+        if is_done(record):
+            store.append(record)
+            statuses[record["status"]] += 1
     return statuses
 
 

@@ -76,7 +76,7 @@ def retest_calls(spec: Mapping[str, int], calls: Sequence[Call], verdicts: Mappi
     for item in sample(list(items), spec["sample"], spec["seed"]):
         for call, _ in items[item]:
             out += [Call(f"{call.key}{MARK}{k}", call.endpoint, functools.partial(_repeat, call.prepare, call.key, k),
-                         call.interpret) for k in range(1, spec["repeats"] + 1)]
+                         call.interpret, cached=False) for k in range(1, spec["repeats"] + 1)]
     return out
 
 

@@ -150,7 +150,8 @@ def _replayed(call: Call, record: Record, read_reply: bool) -> dict[str, Any]:
     prepared = call.prepare()
     expected = dict(prepared.fields)
     status = REPLY_STATUSES.get(str(record.get("status")))
-    if read_reply and prepared.request is not None and record.get("attempts") and status is not None:
+    if read_reply and prepared.request is not None and (record.get("attempts") or record.get("cache")) \
+            and status is not None:
         completion = Completion(text=record.get("text") or "", status=status,  # type: ignore[arg-type]
                                 finish_reason=record.get("finish_reason"), model_route=record.get("model_route"),
                                 request_id=record.get("request_id"), raw=record.get("provider_meta") or {})

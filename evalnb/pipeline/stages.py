@@ -33,6 +33,8 @@ from evalnb.evidence.headline import headline_table   # here too: the aggregate 
 from evalnb.evidence.run_evidence import write_evidence   # here too: recompute calls it
 from evalnb.evidence.failures import failure_summary, no_answer_line, stop_line, stopped_in, summary_lines, summary_table
 from evalnb.execution.budget import Budget
+from evalnb.execution.cache import open_call_cache
+from evalnb.execution.cache.summary import cache_lines
 from evalnb.execution.budget_views import budget_summary
 from evalnb.stats.latency import latency_summary
 from evalnb.core.reasoning import reasoning_summary
@@ -62,6 +64,7 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
     """Run the stage's calls and record them, then ``after``; an endpoint failure ends it there."""
     store = run.store(name)   # parsed here, once; kept up with this pass's appends
     started, before = utc_now(), len(store.lines())   # this pass's lines come after
+    cache = open_call_cache(run.config, endpoints)   # the response cache, unless the run turns it off
     counts: Counter[str] = Counter()
     waiting = calls
     while waiting:   # in rounds: a chained call once what it needs is recorded (evalnb.core.chains)
@@ -72,11 +75,13 @@ def _stage(run: Run, name: str, calls: list[Call], endpoints: Mapping[str, Endpo
         made = run_blocking(functools.partial(
             run_stage_calls, checked, endpoints, store, run.dir, policy=run.config.retry,
             concurrency=run.config.concurrency, done=done, stage=name,
-            budget=Budget.open(run.config)))   # the ceiling, with what the records say is spent
+            budget=Budget.open(run.config), cache=cache))   # the ceiling, with what the records say is spent
         counts += made
         if made.get(FAILED_ENDPOINT):
             break   # the endpoint stopped its calls: no later round sends more to it
     say(outcome_line(name, len(calls), counts, _calls_in_flight(run, name)))
+    for line in cache_lines(cache, store.lines()[before:], name):
+        say(line)
     if failures := failure_summary(run.dir, (name,), records={name: latest_of(store.lines())}):   # why, per endpoint and cause
         say("\n".join(summary_lines(failures)))
     entry = {"started_at": started, "finished_at": utc_now(), "calls": len(calls),

@@ -22,6 +22,7 @@ The rule a record must follow (:func:`record_problem`):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -63,10 +64,12 @@ def known_statuses(stage: str, declared: Sequence[str]) -> tuple[str, ...]:
 
 def checked_calls(calls: Sequence[Call], benchmark: str, stage: str, declared: Sequence[str]) -> list[Call]:
     """``calls`` whose final records are checked (:func:`record_problem`) as they are returned:
-    a bad one raises :class:`InvalidRecord` inside its own call."""
+    a bad one raises :class:`InvalidRecord` inside its own call. Every other field of the call
+    (its sample, whether it is cached, what it needs) is kept as it is."""
     statuses = known_statuses(stage, declared)
-    return [Call(c.key, c.endpoint, functools.partial(_prepare, c, benchmark, stage, statuses),
-                 functools.partial(_interpret, c, benchmark, stage, statuses)) for c in calls]
+    return [dataclasses.replace(c, prepare=functools.partial(_prepare, c, benchmark, stage, statuses),
+                                interpret=functools.partial(_interpret, c, benchmark, stage, statuses))
+            for c in calls]
 
 
 def _fail(call: Call, benchmark: str, stage: str, what: str, problem: str) -> InvalidRecord:

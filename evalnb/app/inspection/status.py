@@ -76,6 +76,7 @@ def run_status(run_dir: Path) -> str:
                      ", ".join(f"{s} {n}" for s, n in sorted(statuses.items(), key=lambda x: (-x[1], x[0])))
                      or "-"])
     lines += ["calls:", table_text(["stage", "recorded", "by status"], rows)]
+    lines += reuse_lines(records)   # answers taken from the response cache, per stage
     lines += failure_summary_lines(run_dir, None, records)
     failed = _failed_stage(run_dir)
     held = is_held(run_dir)
@@ -92,6 +93,13 @@ def run_status(run_dir: Path) -> str:
         lines += batches_text(run_dir).split("\n")[2:]
     lines.append("next: " + _next(doc, held, failed, remaining, run_dir))
     return "\n".join(lines)
+
+
+def reuse_lines(records: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    from evalnb.execution.cache.summary import reuse_summary, summary_line
+
+    return [summary_line(stage, summary) for stage, stored in records.items()
+            if (summary := reuse_summary(stored.values())) is not None]
 
 
 def _stage_words(entry: Mapping[str, Any]) -> str:

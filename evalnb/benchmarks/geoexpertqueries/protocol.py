@@ -213,7 +213,7 @@ class GeoExpertQueriesProtocol(BaseBenchmark):
             for run in range(1, self.config.options["num_runs"] + 1):
                 fields = {"task_id": task.task_id, "run": run}
                 calls.append(Call(f"{task.task_id}::run{run}", "judge1", functools.partial(Prepared, request, fields),
-                                  parse))
+                                  parse, sample=run))
         return calls
 
     # --- aggregation -------------------------------------------------------------------------------------

@@ -167,7 +167,7 @@ class GeoKToolsProtocol(BaseBenchmark):
         settings = generation_settings(self.config)
         return [Call(t.task_id, "model", functools.partial(
             Prepared, ChatRequest(t.query, settings["max_tokens"], settings["temperature"]),
-            {"task_id": t.task_id, "case_id": t.case_id, "repeat": t.repeat, "source": "model"}))
+            {"task_id": t.task_id, "case_id": t.case_id, "repeat": t.repeat, "source": "model"}), sample=t.repeat)
             for t in self.tasks]
 
     # --- scoring: exact match first, then the judge or the deterministic scorer ---------------------------------------------------------------
@@ -201,7 +201,7 @@ class GeoKToolsProtocol(BaseBenchmark):
                                   system=self.judge_prompt.text, json_schema=JUDGE_SCHEMA)
             fields = {"task_id": task.task_id, "case_id": task.case_id, "repeat": task.repeat, "K": task.k}
             calls.append(Call(task.task_id, "judge1", functools.partial(Prepared, request, fields),
-                              interpreter(read_verdict)))
+                              interpreter(read_verdict), sample=task.repeat))
         return calls
 
     # --- aggregation: overall, by K, macro over K --------------------------------------------------------------------

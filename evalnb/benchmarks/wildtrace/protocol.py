@@ -215,7 +215,7 @@ class WildTraceProtocol(BaseBenchmark):
         return Prepared(request, fields)
 
     def generation_calls(self) -> list[Call]:
-        return [Call(repeats.repeat_key(task.task_id, n), "model", functools.partial(self._prepare, task, n))
+        return [Call(repeats.repeat_key(task.task_id, n), "model", functools.partial(self._prepare, task, n), sample=n)
                 for task in self.tasks for n in range(1, self.repeats + 1)]
 
     # --- judging -------------------------------------------------------------------------------------
@@ -233,7 +233,8 @@ class WildTraceProtocol(BaseBenchmark):
                 fields = {"task_id": task.task_id, **repeats.repeat_fields(n, self.repeats), "judge": role,
                           "judge_model": judge.name}
                 request = judge_request(task, response["text"], settings[role], judge.token_param)
-                calls.append(Call(f"{key}::{role}", role, functools.partial(Prepared, request, fields), parse))
+                calls.append(Call(f"{key}::{role}", role, functools.partial(Prepared, request, fields), parse,
+                                  sample=n))
         return calls
 
     # --- aggregation -----------------------------------------------------------------------------

@@ -36,6 +36,7 @@ class Collector:
     journal: Journal
     by_key: Mapping[str, Call]
     stopped: Stopped
+    cache: Any = None   # the response cache (evalnb.execution.cache.reuse.CallCache), or None
 
     async def advance(self, entry: Entry, backend: Backend | None, store: JsonlStore, done: Any) -> Counter[str]:
         """Look an intent up, or poll a submitted batch; collect it when it has ended."""
@@ -89,9 +90,21 @@ class Collector:
                     if cid in ours}
         missing = lost("expired" if "EXPIRED" in poll.provider_state.upper() else "missing",
                        f"no result in batch {entry['batch_id']} ({poll.provider_state})")
-        counts = self.write(entry, rows, outcomes, missing, store, done, finished_at)
+        counts = self.write(entry, rows, outcomes, missing, store, done, finished_at, getattr(backend, "live", None))
         self.journal.update(entry, state="collected", collected_at=utc_now(), results=dict(counts), **finished)
         return counts
+
+    def keep(self, call: Call, live: Any, completion: Completion, submitted: float) -> None:
+        """A batch result's final answer into the response cache, under its live request's key."""
+        if self.cache is None or live is None:
+            return
+        try:
+            request = call.prepare().request
+        except Exception:   # noqa: BLE001 - not kept; the record is written all the same
+            return
+        lookup = self.cache.lookup(call, live, request) if request is not None else None
+        if lookup is not None:
+            self.cache.keep(lookup, completion, submitted)
 
     def note_error(self, entry: Entry, error: Exception) -> None:
         """Why a batch could not be looked up or polled (recorded once per new message)."""
@@ -100,7 +113,8 @@ class Collector:
             self.journal.update(entry, last_error=message)
 
     def write(self, entry: Entry, rows: list[dict[str, Any]], outcomes: Mapping[str, Outcome],
-              otherwise: ProviderError, store: JsonlStore, done: Any, finished_at: str) -> Counter[str]:
+              otherwise: ProviderError, store: JsonlStore, done: Any, finished_at: str,
+              live: Any = None) -> Counter[str]:
         """Each call's record, as the live runner would write it for the same reply."""
         stored = store.load()
         counts: Counter[str] = Counter()
@@ -126,6 +140,8 @@ class Collector:
                     self.stopped.setdefault(entry["endpoint"], outcome)
             record["batch"] = {"id": entry["batch_id"], "tag": entry["key"], "custom_id": row["custom_id"],
                                "provider": entry["provider"]}
+            if isinstance(outcome, Completion) and done(record):
+                self.keep(call, live, outcome, submitted)
             store.append(record)
             counts[record["status"]] += 1
         return counts

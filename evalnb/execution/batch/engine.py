@@ -57,16 +57,18 @@ CRASH_ENV = "EVALNB_CRASH_AFTER_BATCH_CREATE"
 async def run_batched_stage(calls: Sequence[Call], pool: Mapping[str, Provider],
                             endpoints: Mapping[str, EndpointConfig], store: JsonlStore, run_dir: Path, *,
                             policy: RetryPolicy, concurrency: int, done: Any, desc: str,
-                            budget: Any = None) -> Counter[str]:
+                            budget: Any = None, cache: Any = None) -> Counter[str]:
     """A stage's calls when batch mode is in play (:func:`evalnb.execution.uses_batches`):
-    batched endpoints through their batch APIs, the others live, side by side."""
+    batched endpoints through their batch APIs, the others live, side by side. ``cache``: the
+    response cache, given each batch result's final answer as a live call's would be."""
     batches = StageBatches(run_dir, desc, calls, endpoints)
     batches.budget = budget   # the spending ceiling (evalnb.execution.budget): reserved when submitted
+    batches.collector.cache = cache
     try:
         batched, live = await asyncio.gather(
             batches.run(store, pool, policy, done, concurrency),
             run_calls(batches.live_calls, pool, store, policy, is_done=done, desc=desc, concurrency=concurrency,
-                      stopped=batches.stopped))
+                      stopped=batches.stopped, cache=cache))
     finally:
         store.close()
     return batched + live
@@ -126,7 +128,7 @@ class StageBatches:
                 if again_live:
                     statuses += await run_calls(again_live, pool, store, policy, is_done=done,
                                                 desc=f"{self.stage} (live)", concurrency=concurrency,
-                                                stage=self.stage, stopped=self.stopped)
+                                                stage=self.stage, stopped=self.stopped, cache=self.collector.cache)
                 flight = self.journal.in_flight(self.stage)
                 if not flight or interval is None:
                     break
