@@ -146,6 +146,10 @@ def test_exports_latex_markdown_and_csv(demo_outputs: DemoOutputs, tmp_path: Pat
     # the headline table, the agreement of the run's three judges, then the judges' own tables it recorded
     assert len(blocks) >= 2 and "**Table (judge_agreement).**" in markdown
     assert "**Table (judge_reliability).**" in markdown and "Krippendorff's alpha (interval)" in markdown
+    # the report's standard-errors table, its metrics named by their words and the clusters' intervals beside
+    errors = markdown.split("**Table (standard_errors).**")[1].split("\n\n")[1].splitlines()
+    assert "clustered SE, t [95% CI]" in errors[0] and "documents" in errors[0]
+    assert {row.split("|")[1].strip() for row in errors[2:]} >= {"All", "Scored"}
     for rows in blocks:   # every row as many cells as the header (an escaped \| is text)
         assert len({ln.count("|") - ln.count("\\|") for ln in rows}) == 1, rows
     assert "| All: mean over every task in the data file (not answered ok = 0) | 0.551 [0.325, 0.781] | 12 |" in markdown

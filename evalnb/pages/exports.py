@@ -69,6 +69,7 @@ def run_tables(folder: Path, scores: dict[str, Any]) -> list[PaperTable]:
     from evalnb.benchmarks import benchmark_for
     from evalnb.comparison.agreement import agreement_layout, pairwise
     from evalnb.evidence.headline import headline_table
+    from evalnb.pages.statistics import uncertainty_layout, uncertainty_rows
 
     headline = headline_table(scores)
     name = scores.get("run_name", folder.name)
@@ -81,6 +82,12 @@ def run_tables(folder: Path, scores: dict[str, Any]) -> list[PaperTable]:
         rows = pairwise(wide.reindex(sorted(wide.columns), axis=1), 0.2)
         tables.append(PaperTable("judge_agreement", f"Agreement between the judges (or rater runs) of run {name}, "
                                  "over the items both scored.", pd.DataFrame(rows), agreement_layout(0.2)))
+    if rows := uncertainty_rows(scores):   # the report's standard-errors table, clusters beside the protocol
+        tables.append(PaperTable("standard_errors", f"Standard errors of run {name}: each metric's protocol interval "
+                                 "and n, its standard error, the clustered standard error, the design effect, and the "
+                                 "intervals that know the clusters (the cluster bootstrap, the clustered SE with "
+                                 "Student t) or the bounds (Wilson's).", pd.DataFrame(rows),
+                                 uncertainty_layout(benchmark_for(scores["benchmark"], "export"))))
     tables += [PaperTable(n, caption, frame, layout) for n, caption, frame, layout in run_judge_tables(folder)]
     return tables
 

@@ -85,7 +85,14 @@ def standard_errors(run: Run) -> pd.DataFrame | None:
     design effect; for a benchmark whose items share clusters, the interval resampling clusters
     beside the protocol's. None for a scores.json written before these numbers existed."""
     rows = uncertainty_rows(run_scores(run))
-    return readable(pd.DataFrame(rows).set_index("metric"), UNCERTAINTY_LAYOUT) if rows else None
+    return readable(pd.DataFrame(rows).set_index("metric"), uncertainty_layout(type(run.benchmark))) if rows else None
+
+
+def uncertainty_layout(bench: Any) -> Any:
+    """The standard-errors table's layout, each metric named by its word (the leaderboard's)."""
+    from dataclasses import replace
+
+    return replace(UNCERTAINTY_LAYOUT, values={"metric": dict(metric_words(bench.metrics()))})
 
 
 def pairwise_table(cmp: compare.Comparison) -> pd.DataFrame:
