@@ -5,6 +5,7 @@ verdicts after Holm and rank intervals; `evalnb plan` against the closed form.""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -212,3 +213,16 @@ def test_the_pairwise_table_is_laid_out_once_for_notebook_export_and_terminal(tm
     package = Path(evalnb.__file__).parent
     assert [p.relative_to(package).as_posix() for p in sorted(package.rglob("*.py"))
             if '"A - B' in p.read_text(encoding="utf-8")] == ["views/labels.py"]
+
+
+def test_the_t_p_value_is_shown_as_every_p_value_is() -> None:
+    """A p below 0.001 reads "< 0.001" in the t column as in the bootstrap's (never a bare 0.000)."""
+    from evalnb.views.pairwise import pairwise_text
+
+    row = {"metric": "all_tasks", "model_a": "a", "model_b": "b", "delta": 0.5, "ci_low": 0.3, "ci_high": 0.7,
+           "n": 12, "se_delta": 0.1, "rho": None, "p": 0.0004, "p_holm": 0.0004, "p_t": 0.00002,
+           "verdict": "a ahead", "mde": 0.3, "power": 0.8}
+    header, line = pairwise_text([row]).splitlines()[:2]
+    cells = re.split(r"\s{2,}", line.strip())
+    titles = re.split(r"\s{2,}", header.strip())
+    assert cells[titles.index("p (t)")] == "< 0.001"

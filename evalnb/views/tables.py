@@ -39,7 +39,7 @@ FRACTIONS = frozenset({"share", "mean", "std", "sd", "pearson_r", "mean_abs_diff
                        "award_rate", "mean_diff", "spread", "score", "ci_low", "ci_high", "p_first", "se",
                        "clustered_se", "design_effect", "SE_Δ", "ρ"})
 # p-values: three decimals, and below 0.001 as "< 0.001" (never a bare 0.000).
-PVALUES = frozenset({"p", "p (Holm)", "p_holm"})
+PVALUES = frozenset({"p", "p (Holm)", "p_holm", "p (t)", "p_t"})
 
 
 @dataclass(frozen=True)
